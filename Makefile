@@ -1,0 +1,45 @@
+# The course's commands. `make lab` and `make test` set up everything they need from nothing.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+# the venv's bin first, so notebooks and tests find its `dot` (graphviz-pure)
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+export PYTHONPATH := $(CURDIR)
+LAB_ARGS ?=
+PYTEST_ARGS ?=
+
+.PHONY: lab test venv notebooks stubs reference lock clean
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR) $(LAB_ARGS) notebooks/00_start_here.ipynb
+
+test: $(STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt scripts/setup_venv.sh
+	PYTHON=$(PYTHON) bash scripts/setup_venv.sh $(VENV)
+	touch $@
+
+# Re-execute every lesson notebook against the solutions and store the outputs (commit them).
+notebooks: $(STAMP)
+	$(BIN)/python -m course.build notebooks $(NB)
+
+# Regenerate the student stubs in exercises/ from solutions/.
+stubs: $(STAMP)
+	$(BIN)/python -m course.stubs
+
+# Record the reference results that checks compare against (needed where solutions/ is absent).
+reference: $(STAMP)
+	$(BIN)/python -m course.reference --record
+
+# Re-pin requirements.txt from requirements.in in a scratch environment.
+lock:
+	rm -rf build/lock && $(PYTHON) -m venv build/lock
+	build/lock/bin/pip install -q -r requirements.in
+	build/lock/bin/pip freeze | sed 's/+cpu$$//' > requirements.txt
+
+clean:
+	rm -rf $(VENV) build .pytest_cache

@@ -1,0 +1,25 @@
+"""Checks for lesson 00 (start here): the warm-up exercise."""
+import torch
+
+from course.checks.core import Case, Check
+from course.checks.inputs import randn
+
+check_batched_dot = Check(
+    id="00.batched_dot",
+    target="warmup:batched_dot",
+    lesson="00",
+    cases=[
+        Case("two vectors of length 5",
+             lambda f: f(randn(5, seed=1), randn(5, seed=2)),
+             hint="multiply the vectors elementwise and add up the products"),
+        Case("4 pairs of vectors, shape (4, 3)",
+             lambda f: f(randn(4, 3, seed=3), randn(4, 3, seed=4)),
+             hint="sum over the last axis only (dim=-1): one number per pair, shape (4,)"),
+        Case("batch (2, 4) of vectors of length 3",
+             lambda f: f(randn(2, 4, 3, seed=5), randn(2, 4, 3, seed=6)),
+             hint="leading axes are batch axes: keep them, reduce only dim=-1"),
+        Case("broadcast (2, 1, 3) against (4, 3)",
+             lambda f: f(randn(2, 1, 3, seed=7), randn(4, 3, seed=8)),
+             hint="let the leading axes broadcast, as torch's elementwise product does"),
+    ],
+)

@@ -1,0 +1,152 @@
+"""Checks for lesson 02 (single head): masks, attention weights, attention, the module."""
+from __future__ import annotations
+
+import torch
+
+from course.checks.core import Case, Check
+from course.checks.inputs import fill_parameters, parameter_shapes, randn
+
+
+def _qk(batch: tuple[int, ...], n_q: int, n_k: int, c: int, seed: int):
+    return randn(*batch, n_q, c, seed=seed), randn(*batch, n_k, c, seed=seed + 1)
+
+
+def _zero_rows_where_blind(outputs) -> str | None:
+    """Probe for the fully masked row: query 1 sees no key, so its weights must be 0, not NaN."""
+    out = outputs["output"]
+    if torch.isnan(out).any():
+        return "a query whose keys are all masked got NaN weights"
+    if out[..., 1, :].abs().max() > 0:
+        return f"the fully masked query got weights {out[..., 1, :].tolist()}, expected all 0"
+    return None
+
+
+def _lengths_mask():
+    # sequence 0 has 5 real tokens, sequence 1 has 3: keys 3 and 4 of sequence 1 are padding
+    return torch.tensor([[[True] * 5]], dtype=torch.bool).repeat(2, 1, 1).index_put_(
+        (torch.tensor([1, 1]), torch.tensor([0, 0]), torch.tensor([3, 4])), torch.tensor(False))
+
+
+check_causal_mask = Check(
+    id="02.causal_mask",
+    target="attention:causal_mask",
+    lesson="02",
+    cases=[
+        Case("n=1", lambda f: f(1), hint="a single token may see itself: [[True]], a bool tensor"),
+        Case("n=4", lambda f: f(4),
+             hint="row i (query) may see columns j <= i (keys): lower triangle, diagonal included"),
+        Case("n=6", lambda f: f(6),
+             hint="row i (query) may see columns j <= i (keys): lower triangle, diagonal included"),
+    ],
+)
+
+check_padding_mask = Check(
+    id="02.padding_mask",
+    target="attention:padding_mask",
+    lesson="02",
+    cases=[
+        Case("lengths [3], max_len 3: nothing padded", lambda f: f(torch.tensor([3]), 3),
+             hint="True marks real tokens; the result is (B, 1, max_len)",
+             shape_hint="keep the size-1 query axis in the middle: (B, 1, max_len)"),
+        Case("lengths [5, 3, 1], max_len 5", lambda f: f(torch.tensor([5, 3, 1]), 5),
+             hint="position p of sequence b is real when p < lengths[b]"),
+        Case("lengths [2, 4], max_len 6", lambda f: f(torch.tensor([2, 4]), 6),
+             hint="keep the size-1 query axis in the middle: (B, 1, max_len) broadcasts over queries"),
+    ],
+)
+
+
+check_attention_weights = Check(
+    id="02.attention_weights",
+    target="attention:attention_weights",
+    lesson="02",
+    cases=[
+        Case("each query's weights sum to 1 over the keys",
+             lambda f: f(*_qk((2,), 4, 4, 8, seed=33)),
+             hint="the softmax runs over the key axis (dim=-1), not the query axis",
+             expect=lambda o: None if torch.allclose(o["output"].sum(-1), torch.ones(()).double())
+             else "rows (queries) do not sum to 1 over the keys"),
+        Case("3 queries, 5 keys, c=4",
+             lambda f: f(*_qk((), 3, 5, 4, seed=31)),
+             hint="weights = softmax(q k^T / sqrt(c)) with the softmax over the keys (last axis)"),
+        Case("batch (2, 3), 4 queries, 4 keys, c=8",
+             lambda f: f(*_qk((2, 3), 4, 4, 8, seed=35)),
+             hint="the softmax runs over the key axis (dim=-1), not the query axis"),
+        Case("with an additive bias (2, 3, 4) on batch (2,)",
+             lambda f: f(*_qk((2,), 3, 4, 6, seed=37), bias=randn(2, 3, 4, seed=39, scale=2.0)),
+             hint="add the bias to the scaled scores, unscaled, before the softmax"),
+        Case("padding mask (2, 1, 5): padded keys get weight 0",
+             lambda f: f(*_qk((2,), 5, 5, 4, seed=41), mask=_lengths_mask()),
+             hint="masked scores must become -inf (or a huge negative) before the softmax; "
+                  "True in the mask means 'may attend'"),
+        Case("causal mask and bias together",
+             lambda f: f(*_qk((3,), 4, 4, 4, seed=43), bias=randn(4, 4, seed=45),
+                         mask=torch.ones(4, 4, dtype=torch.bool).tril()),
+             hint="apply bias first, then the mask, then the softmax over keys"),
+        Case("a query that may see no key gets zeros, not NaN",
+             lambda f: f(*_qk((2,), 3, 4, 4, seed=47),
+                         mask=torch.tensor([[True, False, True, True],
+                                            [False, False, False, False],
+                                            [True, True, False, False]])),
+             hint="a fully masked row is all -inf, and softmax of that is NaN: give such a "
+                  "row zero weights (see the lesson for why zeros)",
+             expect=_zero_rows_where_blind),
+        Case("fully masked row, values",
+             lambda f: f(*_qk((2,), 3, 4, 4, seed=47),
+                         mask=torch.tensor([[True, False, True, True],
+                                            [False, False, False, False],
+                                            [True, True, False, False]])),
+             hint="rows with at least one visible key are an ordinary softmax over those keys"),
+    ],
+)
+
+
+check_attention_forward = Check(
+    id="02.attention_forward",
+    target="attention:scaled_dot_product_attention",
+    lesson="02",
+    cases=[
+        Case("3 queries, 5 keys, c=4, values of width 6",
+             lambda f: f(*_qk((), 3, 5, 4, seed=51), randn(5, 6, seed=53)),
+             hint="the output is weights @ v: shape (*, q, c_v), here (3, 6)"),
+        Case("batch (2, 3), c=8, values of width 8",
+             lambda f: f(*_qk((2, 3), 4, 6, 8, seed=55), randn(2, 3, 6, 8, seed=57)),
+             hint="mix the values (v), weighted by softmax(q k^T / sqrt(c)) over the keys"),
+        Case("bias and padding mask are passed on",
+             lambda f: f(*_qk((2,), 5, 5, 4, seed=59), randn(2, 5, 3, seed=61),
+                         bias=randn(2, 5, 5, seed=63), mask=_lengths_mask()),
+             hint="pass bias and mask through to the weights"),
+        Case("a query that may see no key gets a zero output",
+             lambda f: f(*_qk((), 2, 3, 4, seed=65), randn(3, 2, seed=67),
+                         mask=torch.tensor([[True, True, False], [False, False, False]])),
+             hint="zero weights for a fully masked row give a zero output, not NaN"),
+    ],
+)
+
+
+def _single_head(c_in: int, c: int, x_shape, seed: int, mask=None):
+    def run(cls):
+        module = fill_parameters(cls(c_in, c), seed=seed)
+        out = module(randn(*x_shape, seed=seed + 7), mask=mask)
+        return {"output": out, **parameter_shapes(module)}
+    return run
+
+
+check_single_head = Check(
+    id="02.single_head",
+    target="attention:SingleHeadAttention",
+    lesson="02",
+    cases=[
+        Case("parameters of SingleHeadAttention(6, 4)",
+             lambda cls: parameter_shapes(cls(6, 4)),
+             hint="linear_q, linear_k, linear_v: Linear(c_in, c, bias=False); "
+                  "linear_o: Linear(c, c_in) with bias"),
+        Case("x (5, 6), c=4", _single_head(6, 4, (5, 6), seed=71),
+             hint="q, k, v = linear_q(x), linear_k(x), linear_v(x); attend; then linear_o"),
+        Case("x (2, 3, 5, 8), c=3", _single_head(8, 3, (2, 3, 5, 8), seed=73),
+             hint="attention mixes along the sequence axis (-2); leading axes are batch"),
+        Case("with a causal mask", _single_head(4, 4, (2, 5, 4), seed=75,
+                                               mask=torch.ones(5, 5, dtype=torch.bool).tril()),
+             hint="forward(x, bias, mask) must pass the mask on to the attention"),
+    ],
+)

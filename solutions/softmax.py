@@ -1,0 +1,34 @@
+"""Lesson 01: softmax that cannot overflow, and scaled dot-product scores."""
+import math
+
+import torch
+
+
+def stable_softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    """softmax(x) along `dim`, safe for inputs of any size.
+
+    x: any shape. returns: same shape; the entries along `dim` are >= 0 and sum to 1.
+
+    exp(1000) overflows to inf, and inf / inf is NaN. softmax(x) = softmax(x - m) for any m
+    constant along `dim`, so shifting each slice by its own maximum makes the largest exponent
+    exp(0) = 1: nothing overflows, and at least one term of the sum is 1, so nothing divides by 0.
+    """
+    # BEGIN SOLUTION lesson 01
+    # Hint: subtract the maximum along `dim` (keepdim=True) before exponentiating.
+    shifted = x - x.amax(dim=dim, keepdim=True)
+    exponentials = shifted.exp()
+    return exponentials / exponentials.sum(dim=dim, keepdim=True)
+    # END SOLUTION
+
+
+def scaled_scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """Attention scores q·k / sqrt(c) for every query-key pair.
+
+    q: (*, q, c), k: (*, k, c)
+    returns (*, q, k): entry [..., i, j] is the dot product of query i and key j over sqrt(c).
+    """
+    # BEGIN SOLUTION lesson 01
+    # Hint: q @ k.transpose(-2, -1), divided by sqrt of the last axis of q.
+    c = q.shape[-1]
+    return q @ k.transpose(-2, -1) / math.sqrt(c)
+    # END SOLUTION

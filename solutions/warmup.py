@@ -1,0 +1,14 @@
+"""Lesson 00 warm-up: the one operation attention is built on."""
+import torch
+
+
+def batched_dot(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Dot product of matching vectors along the last axis.
+
+    a: (*, n), b: (*, n) (leading axes broadcast against each other)
+    returns (*): one number per pair of vectors.
+    """
+    # BEGIN SOLUTION lesson 00
+    # Hint: multiply elementwise, then sum over the last axis only.
+    return (a * b).sum(dim=-1)
+    # END SOLUTION
