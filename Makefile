@@ -9,7 +9,7 @@ export PYTHONPATH := $(CURDIR)
 LAB_ARGS ?=
 PYTEST_ARGS ?=
 
-.PHONY: lab test venv notebooks stubs reference lock clean
+.PHONY: lab test venv notebooks stubs reference grade handout screenshots lock clean
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR) $(LAB_ARGS) notebooks/00_start_here.ipynb
@@ -33,7 +33,19 @@ stubs: $(STAMP)
 
 # Record the reference results that checks compare against (needed where solutions/ is absent).
 reference: $(STAMP)
-	$(BIN)/python -m course.reference --record
+	$(BIN)/python -m course.reference --record $(ONLY)
+
+# Grade a class: every subfolder of SUBMISSIONS is one student's exercises/ (or course copy).
+grade: $(STAMP)
+	$(BIN)/python -m course.grade --submissions "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS))
+
+# The student release: the course without solutions/, checks working from recorded results.
+handout: $(STAMP)
+	$(BIN)/python -m course.handout --out "$(OUT)"
+
+# Screenshots of every widget in a real browser, for the README.
+screenshots: $(STAMP)
+	$(BIN)/python -m tests.browser --screenshots docs/screenshots
 
 # Re-pin requirements.txt from requirements.in in a scratch environment.
 lock:

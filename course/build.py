@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -55,7 +56,10 @@ def execute(notebook: nbformat.NotebookNode, workdir: Path, timeout: int = 300):
     return notebook
 
 
-def build(prefixes=(), scratch: Path = ROOT / "build" / "notebooks") -> list[tuple[str, float]]:
+def build(prefixes=(), scratch: Path | None = None) -> list[tuple[str, float]]:
+    if scratch is None:  # a fresh folder per build, so two builds never share a workspace
+        (ROOT / "build").mkdir(exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix="notebooks-", dir=ROOT / "build")) / "course"
     workspace = solutions_workspace(scratch)
     timings = []
     for path in sources(prefixes):

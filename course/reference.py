@@ -1,6 +1,7 @@
 """Record what the solutions return on every check case, so checks run without `solutions/`.
 
     python -m course.reference --record     # after changing a solution or a check
+    python -m course.reference --record 03  # only the checks whose id starts with 03
     python -m course.reference --verify     # recorded results still match the solutions
 """
 from __future__ import annotations
@@ -23,15 +24,15 @@ def record(check_ids=None) -> list[str]:
     live = LiveReference()
     written = []
     for check in all_checks().values():
-        if check_ids and check.id not in check_ids:
+        if check_ids and not check.id.startswith(tuple(check_ids)):
             continue
         results = {case.name: live.outputs(check, case)
                    for case in check.cases if case.expect is None}
         torch.save(results, REFERENCE_DIR / f"{check.id}.pt")
         written.append(check.id)
-    stale = {p.stem for p in REFERENCE_DIR.glob("*.pt")} - set(all_checks())
-    for name in stale:
-        (REFERENCE_DIR / f"{name}.pt").unlink()
+    if not check_ids:  # a full recording also drops files of checks that no longer exist
+        for name in {p.stem for p in REFERENCE_DIR.glob("*.pt")} - set(all_checks()):
+            (REFERENCE_DIR / f"{name}.pt").unlink()
     return written
 
 
@@ -61,9 +62,10 @@ def main(argv=None) -> int:
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--record", action="store_true")
     group.add_argument("--verify", action="store_true")
+    parser.add_argument("only", nargs="*", help="with --record: only check ids starting with these")
     args = parser.parse_args(argv)
     if args.record:
-        for check_id in record():
+        for check_id in record(args.only):
             print(f"recorded {check_id}")
         return 0
     problems = verify()

@@ -1,0 +1,140 @@
+"""Lessons 03, 05, 06: multi-head attention, its global variant, and the output gate.
+
+One module with AlphaFold2's knobs (as in alphafold-decoded's mha.py, written anew here):
+`N_head` heads of width `c`, attention along the axis `attn_dim` (rows or columns of an MSA),
+`is_global` for AF2's global column attention, `gated` for the sigmoid output gate.
+"""
+import torch
+from torch import nn
+
+from .attention import scaled_dot_product_attention
+
+
+def split_heads(x: torch.Tensor, N_head: int) -> torch.Tensor:
+    """(*, L, N_head*c) -> (*, N_head, L, c): channel block h becomes head h."""
+    # BEGIN SOLUTION lesson 03
+    # Hint: view the last axis as (N_head, c), then move the head axis in front of L.
+    *batch, L, width = x.shape
+    return x.view(*batch, L, N_head, width // N_head).transpose(-3, -2)
+    # END SOLUTION
+
+
+def merge_heads(x: torch.Tensor) -> torch.Tensor:
+    """(*, N_head, L, c) -> (*, L, N_head*c): the inverse of split_heads (heads concatenated)."""
+    # BEGIN SOLUTION lesson 03
+    *batch, N_head, L, c = x.shape
+    return x.transpose(-3, -2).reshape(*batch, L, N_head * c)
+    # END SOLUTION
+
+
+def masked_mean(x: torch.Tensor, mask: torch.Tensor | None, dim: int) -> torch.Tensor:
+    """Mean of x over `dim`, counting only positions where mask is True.
+
+    x: (*, L, *, c) with L at `dim`; mask: x.shape[:-1] (one flag per position) or None.
+    returns x with `dim` removed. A slice with no True position gives 0, not NaN.
+    """
+    # BEGIN SOLUTION lesson 05
+    # Hint: sum(x * mask) / count(mask) along dim; the mask needs a trailing size-1 axis.
+    if mask is None:
+        return x.mean(dim=dim)
+    weights = mask.unsqueeze(-1).to(x.dtype)
+    total = (x * weights).sum(dim=dim)
+    count = weights.sum(dim=dim).clamp_min(1.0)
+    return total / count
+    # END SOLUTION
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention along one axis of x, with AlphaFold2's options.
+
+    c_in: channels of x; c: channels per head; N_head: number of heads.
+    attn_dim: the axis of x that attention runs along (-2: along rows of an MSA x of shape
+        (*, S, R, c_in); -3: along columns).
+    gated: multiply the attention output by sigmoid(linear_g(x)) per channel (lesson 06).
+    is_global: one query per slice, the masked mean over attn_dim, and one key/value head shared
+        by all query heads (AF2's global column attention, lesson 05).
+    use_bias_for_embeddings: whether linear_q/k/v carry a bias (AF2: no). linear_o, and
+        linear_g when gated, always have one.
+    """
+
+    def __init__(self, c_in: int, c: int, N_head: int, attn_dim: int = -2, gated: bool = False,
+                 is_global: bool = False, use_bias_for_embeddings: bool = False):
+        super().__init__()
+        self.c = c
+        self.N_head = N_head
+        self.attn_dim = attn_dim
+        self.gated = gated
+        self.is_global = is_global
+        # BEGIN SOLUTION lesson 03
+        # Hint: one Linear each for q, k, v to N_head*c channels (the joint projection).
+        self.linear_q = nn.Linear(c_in, N_head * c, bias=use_bias_for_embeddings)
+        self.linear_k = nn.Linear(c_in, N_head * c, bias=use_bias_for_embeddings)
+        self.linear_v = nn.Linear(c_in, N_head * c, bias=use_bias_for_embeddings)
+        self.linear_o = nn.Linear(N_head * c, c_in)
+        # END SOLUTION
+        if is_global:
+            # BEGIN SOLUTION lesson 05
+            # Hint: a single key head and a single value head, shared by all query heads.
+            self.linear_k = nn.Linear(c_in, c, bias=use_bias_for_embeddings)
+            self.linear_v = nn.Linear(c_in, c, bias=use_bias_for_embeddings)
+            # END SOLUTION
+        if gated:
+            # BEGIN SOLUTION lesson 06
+            # Hint: AF2 starts the gate open: weight 0, bias 1, so sigmoid(1) = 0.73 everywhere.
+            self.linear_g = nn.Linear(c_in, N_head * c)
+            with torch.no_grad():
+                self.linear_g.weight.zero_()
+                self.linear_g.bias.fill_(1.0)
+            # END SOLUTION
+
+    def forward(self, x, bias=None, attention_mask=None):
+        """x: (*, L, *, c_in) with L at attn_dim.
+
+        bias: optional, broadcastable to the scores (*', N_head, L, L), where *' are the axes of
+            x other than attn_dim and the channels (lesson 04 shows how to make it so).
+        attention_mask: optional bool of shape x.shape[:-1]; False marks padding positions,
+            which no query may attend to.
+        returns (*, L, *, c_in), like x.
+        """
+        x = x.movedim(self.attn_dim, -2)
+        if attention_mask is not None:
+            mask_dim = self.attn_dim if self.attn_dim >= 0 else self.attn_dim + 1
+            attention_mask = attention_mask.movedim(mask_dim, -1)
+        if self.is_global:
+            if bias is not None:
+                raise ValueError("global attention takes no bias (AF2 gives it none)")
+            o = self._global_attention(x, attention_mask)
+        else:
+            o = self._attention(x, bias, attention_mask)
+        if self.gated:
+            # BEGIN SOLUTION lesson 06
+            # Hint: the gate is computed from the input x, not from the attention output o.
+            o = torch.sigmoid(self.linear_g(x)) * o
+            # END SOLUTION
+        return self.linear_o(o).movedim(-2, self.attn_dim)
+
+    def _attention(self, x, bias, attention_mask):
+        """x: (*, L, c_in); attention_mask: (*, L) or None. returns (*, L, N_head*c)."""
+        # BEGIN SOLUTION lesson 03
+        q = split_heads(self.linear_q(x), self.N_head)  # (*, N_head, L, c)
+        k = split_heads(self.linear_k(x), self.N_head)
+        v = split_heads(self.linear_v(x), self.N_head)
+        key_mask = None if attention_mask is None else attention_mask[..., None, None, :]
+        o = scaled_dot_product_attention(q, k, v, bias=bias, mask=key_mask)
+        return merge_heads(o)
+        # END SOLUTION
+
+    def _global_attention(self, x, attention_mask):
+        """x: (*, L, c_in); attention_mask: (*, L) or None. returns (*, L, N_head*c)."""
+        # BEGIN SOLUTION lesson 05
+        # Hint: average x over L (masked), then q has one row per head; k, v one shared head.
+        q = self.linear_q(masked_mean(x, attention_mask, dim=-2))  # (*, N_head*c)
+        q = q.view(*q.shape[:-1], self.N_head, 1, self.c)  # (*, N_head, 1, c)
+        k = self.linear_k(x).unsqueeze(-3)  # (*, 1, L, c), shared by every head
+        v = self.linear_v(x).unsqueeze(-3)
+        key_mask = None if attention_mask is None else attention_mask[..., None, None, :]
+        o = scaled_dot_product_attention(q, k, v, mask=key_mask)  # (*, N_head, 1, c)
+        # every position of the slice receives the same summary (the gate then differs per position)
+        o = o.squeeze(-2).flatten(-2)  # (*, N_head*c)
+        return o.unsqueeze(-2).expand(*x.shape[:-1], o.shape[-1])
+        # END SOLUTION
