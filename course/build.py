@@ -31,8 +31,14 @@ def sources(prefixes=()) -> list[Path]:
     return [p for p in found if not prefixes or p.name.startswith(tuple(prefixes))]
 
 
+HEADER = SOURCES / "_header.py"  # cells put at the top of every lesson (the Colab set-up)
+
+
 def read_source(path: Path) -> nbformat.NotebookNode:
     notebook = jupytext.read(path)
+    # right under the title, so the lesson still opens with its heading
+    title = 1 if notebook.cells and notebook.cells[0].cell_type == "markdown" else 0
+    notebook.cells[title:title] = jupytext.read(HEADER).cells
     notebook.metadata = {"kernelspec": KERNEL, "language_info": {"name": "python"}}
     for cell in notebook.cells:
         cell.metadata.pop("lines_to_next_cell", None)
