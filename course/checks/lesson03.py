@@ -1,0 +1,121 @@
+"""Checks for lesson 03 (multi-head attention): splitting and merging heads, the module."""
+from __future__ import annotations
+
+import torch
+
+from course.checks.core import Case, Check
+from course.checks.inputs import fill_parameters, parameter_shapes, randn
+
+SPLIT_HINT = ("view the last axis as (N_head, c), so head h gets the channel block "
+              "h*c .. (h+1)*c - 1, then transpose the head axis in front of L")
+MERGE_HINT = ("undo split_heads: transpose back to (*, L, N_head, c), then reshape to "
+              "(*, L, N_head*c), so head h fills the channel block h*c .. (h+1)*c - 1")
+
+
+def _counting(*shape: int) -> torch.Tensor:
+    """0, 1, 2, ... in the given shape: which channel lands where is readable in a failure."""
+    return torch.arange(torch.Size(shape).numel(), dtype=torch.float64).view(*shape)
+
+
+check_split_heads = Check(
+    id="03.split_heads",
+    target="mha:split_heads",
+    lesson="03",
+    cases=[
+        Case("x (5, 6), 2 heads of width 3", lambda f: f(_counting(5, 6), 2),
+             hint=SPLIT_HINT,
+             shape_hint="the result is (*, N_head, L, c): here (2, 5, 3)"),
+        Case("x (4, 6), 3 heads of width 2", lambda f: f(randn(4, 6, seed=301), 3),
+             hint=SPLIT_HINT),
+        Case("batch (2, 3): x (2, 3, 5, 8), 4 heads", lambda f: f(randn(2, 3, 5, 8, seed=303), 4),
+             hint="leading axes are batch axes: keep them in front, split only the last axis"),
+        Case("one head: x (3, 4)", lambda f: f(randn(3, 4, seed=305), 1),
+             hint="with N_head=1 the result is x with a size-1 head axis: (1, L, c)"),
+        Case("heads of width 1: x (2, 5, 4), 4 heads", lambda f: f(randn(2, 5, 4, seed=307), 4),
+             hint=SPLIT_HINT),
+    ],
+)
+
+
+check_merge_heads = Check(
+    id="03.merge_heads",
+    target="mha:merge_heads",
+    lesson="03",
+    cases=[
+        Case("x (2, 5, 3): 2 heads, L=5, c=3", lambda f: f(_counting(2, 5, 3)),
+             hint=MERGE_HINT,
+             shape_hint="the result is (*, L, N_head*c): here (5, 6)"),
+        Case("x (3, 4, 2): 3 heads, L=4, c=2", lambda f: f(randn(3, 4, 2, seed=311)),
+             hint=MERGE_HINT),
+        Case("batch (2, 3): x (2, 3, 4, 5, 2)", lambda f: f(randn(2, 3, 4, 5, 2, seed=313)),
+             hint="leading axes are batch axes: merge only the last three (N_head, L, c)"),
+        Case("undoes split_heads: x (2, 6, 12) split into 4 heads and merged again",
+             lambda f: f(randn(2, 6, 12, seed=315).view(2, 6, 4, 3).transpose(-3, -2)),
+             hint=MERGE_HINT),
+    ],
+)
+
+
+def _mha(c_in, c, N_head, x_shape, seed, attn_dim=-2, use_bias=False, bias=None, mask=None):
+    """Run MultiHeadAttention(c_in, c, N_head, attn_dim, ...) with fixed weights on a fixed x."""
+    def run(cls):
+        module = cls(c_in, c, N_head, attn_dim=attn_dim, use_bias_for_embeddings=use_bias)
+        fill_parameters(module, seed=seed)
+        out = module(randn(*x_shape, seed=seed + 1), bias=bias, attention_mask=mask)
+        return {"output": out, **parameter_shapes(module)}
+    return run
+
+
+def _padding(shape, padded):
+    """Bool mask of `shape`, True everywhere except at the index tuples in `padded`."""
+    mask = torch.ones(shape, dtype=torch.bool)
+    for index in padded:
+        mask[index] = False
+    return mask
+
+
+PARAMETER_HINT = ("linear_q, linear_k, linear_v: nn.Linear(c_in, N_head*c, "
+                  "bias=use_bias_for_embeddings); linear_o: nn.Linear(N_head*c, c_in) with bias")
+FORWARD_HINT = ("per head h: softmax over the keys (last axis) of q_h k_h^T / sqrt(c), times v_h; "
+                "then merge the heads in order and apply linear_o")
+
+check_multi_head_attention = Check(
+    id="03.multi_head_attention",
+    target="mha:MultiHeadAttention",
+    lesson="03",
+    cases=[
+        Case("parameters of MultiHeadAttention(6, 4, 3)",
+             lambda cls: parameter_shapes(cls(6, 4, 3)), hint=PARAMETER_HINT),
+        Case("parameters with use_bias_for_embeddings=True",
+             lambda cls: parameter_shapes(cls(6, 4, 3, use_bias_for_embeddings=True)),
+             hint="use_bias_for_embeddings decides whether linear_q/k/v have a bias: "
+                  "bias=use_bias_for_embeddings (linear_o always has one)"),
+        Case("x (5, 6): 3 heads of width 4", _mha(6, 4, 3, (5, 6), seed=321),
+             hint=FORWARD_HINT),
+        Case("batch (2, 3): x (2, 3, 5, 8), 4 heads of width 2",
+             _mha(8, 2, 4, (2, 3, 5, 8), seed=323),
+             hint="leading axes are batch axes; the heads come from the last axis only"),
+        Case("use_bias_for_embeddings=True: x (2, 4, 6)",
+             _mha(6, 3, 2, (2, 4, 6), seed=325, use_bias=True),
+             hint="with use_bias_for_embeddings=True, q, k and v include their biases"),
+        Case("attn_dim=-3: columns of x (2, 4, 3, 6)",
+             _mha(6, 2, 3, (2, 4, 3, 6), seed=327, attn_dim=-3),
+             hint="attention runs along attn_dim: forward moves that axis to -2 and back "
+                  "(x.movedim(attn_dim, -2)); do not assume the rows"),
+        Case("attn_dim=-2: rows of x (2, 4, 3, 6)",
+             _mha(6, 2, 3, (2, 4, 3, 6), seed=329, attn_dim=-2),
+             hint=FORWARD_HINT),
+        Case("attention_mask (2, 5): padded keys are ignored",
+             _mha(4, 2, 2, (2, 5, 4), seed=331, mask=_padding((2, 5), [(0, 4), (1, 1), (1, 3)])),
+             hint="attention_mask (*, L) marks keys: pass it to the attention as a key mask of "
+                  "shape (*, 1, 1, L), broadcasting over heads and queries"),
+        Case("attention_mask with attn_dim=-3: x (2, 5, 3, 4)",
+             _mha(4, 2, 2, (2, 5, 3, 4), seed=333, attn_dim=-3,
+                  mask=_padding((2, 5, 3), [(0, 4, 0), (0, 3, 2), (1, 0, 1)])),
+             hint="attention_mask (*, L) marks keys: pass it to the attention as a key mask of "
+                  "shape (*, 1, 1, L), broadcasting over heads and queries"),
+        Case("bias (3, 4, 4) added to every head's scores",
+             _mha(6, 2, 3, (2, 4, 6), seed=335, bias=randn(3, 4, 4, seed=337, scale=2.0)),
+             hint="pass `bias` on to the attention: it is added to the scores (*, N_head, L, L)"),
+    ],
+)

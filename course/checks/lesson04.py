@@ -1,0 +1,70 @@
+"""Checks for lesson 04 (bias and broadcasting): lining a bias up with the scores, the pair bias."""
+from __future__ import annotations
+
+from course.checks.core import Case, Check
+from course.checks.inputs import fill_parameters, parameter_shapes, randn
+
+BROADCAST_HINT = ("insert the missing size-1 axes between the bias's batch axes and its last "
+                  "three (N_head, q, k): (B, 1, N_head, q, k), not (1, B, N_head, q, k)")
+
+
+def _aligned(bias_shape, scores_ndim, seed):
+    return lambda f: f(randn(*bias_shape, seed=seed), scores_ndim)
+
+
+check_broadcastable_bias = Check(
+    id="04.broadcastable_bias",
+    target="bias:broadcastable_bias",
+    lesson="04",
+    cases=[
+        Case("bias (3, 4, 4) for scores of rank 3: nothing to insert", _aligned((3, 4, 4), 3, 401),
+             hint="when the scores have no more axes than the bias, return the bias unchanged "
+                  "(n = 0 size-1 axes)"),
+        Case("bias (2, 3, 4, 4) for scores (2, 3, 4, 4): same rank", _aligned((2, 3, 4, 4), 4, 403),
+             hint="when the scores have no more axes than the bias, return the bias unchanged "
+                  "(n = 0 size-1 axes)"),
+        Case("pair bias (B=2, N_head=8, 5, 5) for row scores (2, 4, 8, 5, 5)",
+             _aligned((2, 8, 5, 5), 5, 405), hint=BROADCAST_HINT,
+             shape_hint=BROADCAST_HINT + "; count n = scores_ndim - bias.ndim"),
+        Case("bias (2, 3, 4, 4) for scores of rank 6: two axes after the batch",
+             _aligned((2, 3, 4, 4), 6, 407), hint=BROADCAST_HINT,
+             shape_hint=BROADCAST_HINT + "; count n = scores_ndim - bias.ndim"),
+        Case("bias with two batch axes (2, 5, 3, 4, 4) for scores of rank 6",
+             _aligned((2, 5, 3, 4, 4), 6, 409), hint=BROADCAST_HINT,
+             shape_hint="keep every batch axis of the bias in front (bias.shape[:-3]), then the "
+                        "size-1 axes, then (N_head, q, k)"),
+        Case("bias (3, 4, 4) without batch axes for scores of rank 5",
+             _aligned((3, 4, 4), 5, 411), hint=BROADCAST_HINT,
+             shape_hint=BROADCAST_HINT + "; count n = scores_ndim - bias.ndim"),
+    ],
+)
+
+
+def _pair_bias(c_z, N_head, z_shape, seed):
+    def run(cls):
+        module = fill_parameters(cls(c_z, N_head), seed=seed)
+        return {"output": module(randn(*z_shape, seed=seed + 1)), **parameter_shapes(module)}
+    return run
+
+
+PAIR_HINT = ("LayerNorm(z) over c_z, then linear_z to one number per head, then move the head "
+             "axis from last to in front of (i, j) with movedim(-1, -3), keeping i before j")
+
+check_pair_bias = Check(
+    id="04.pair_bias",
+    target="bias:PairBias",
+    lesson="04",
+    cases=[
+        Case("parameters of PairBias(8, 4)", lambda cls: parameter_shapes(cls(8, 4)),
+             hint="layer_norm_z: nn.LayerNorm(c_z); linear_z: nn.Linear(c_z, N_head, bias=False) "
+                  "(AF2's pair bias projection has no bias)"),
+        Case("z (5, 5, 6), 3 heads", _pair_bias(6, 3, (5, 5, 6), seed=421), hint=PAIR_HINT,
+             shape_hint="the result is (*, N_head, R, R): here (3, 5, 5)"),
+        Case("z (2, 5, 5, 6), 4 heads: a batch axis in front", _pair_bias(6, 4, (2, 5, 5, 6), seed=423),
+             hint=PAIR_HINT,
+             shape_hint="keep the batch axes in front: (B, N_head, R, R), here (2, 4, 5, 5)"),
+        Case("z (2, 3, 4, 4, 8), 2 heads", _pair_bias(8, 2, (2, 3, 4, 4, 8), seed=425),
+             hint=PAIR_HINT,
+             shape_hint="keep the batch axes in front: (*, N_head, R, R), here (2, 3, 2, 4, 4)"),
+    ],
+)

@@ -1,0 +1,98 @@
+"""Realistic bugs for the checks of lessons 03 (multi-head attention) and 04 (bias, broadcasting)."""
+from tests.mutation import Mutant
+
+SPLIT = "return x.view(*batch, L, N_head, width // N_head).transpose(-3, -2)"
+MERGE = "return x.transpose(-3, -2).reshape(*batch, L, N_head * c)"
+ATTEND = "o = scaled_dot_product_attention(q, k, v, bias=bias, mask=key_mask)"
+KEY_MASK = ("key_mask = None if attention_mask is None else attention_mask[..., None, None, :]\n"
+            "        " + ATTEND)
+QKV = ("self.linear_q = nn.Linear(c_in, N_head * c, bias=use_bias_for_embeddings)\n"
+       "        self.linear_k = nn.Linear(c_in, N_head * c, bias=use_bias_for_embeddings)\n"
+       "        self.linear_v = nn.Linear(c_in, N_head * c, bias=use_bias_for_embeddings)")
+ALIGN = "return bias.view(*batch, *(1,) * n, *bias.shape[-3:])"
+
+MUTANTS = [
+    # 03.split_heads
+    Mutant("03.split_heads", "mha.py", SPLIT,
+           "return x.view(*batch, N_head, L, width // N_head)",
+           "transpose the head axis in front of L",
+           "viewed as (N_head, L, c) without a transpose: heads cut across positions"),
+    Mutant("03.split_heads", "mha.py", SPLIT,
+           "return x.view(*batch, L, width // N_head, N_head).movedim(-1, -3)",
+           "channel block", "channels dealt out to the heads in turn (interleaved)"),
+    Mutant("03.split_heads", "mha.py", SPLIT,
+           "return x.view(*batch, L, N_head, width // N_head)",
+           "(*, N_head, L, c)", "head axis left after L"),
+    Mutant("03.split_heads", "mha.py", SPLIT,
+           "return x.view(*batch, L, N_head, width // N_head).transpose(-3, -1)",
+           "(*, N_head, L, c)", "transposes the wrong pair of axes"),
+    # 03.merge_heads
+    Mutant("03.merge_heads", "mha.py", MERGE, "return x.reshape(*batch, L, N_head * c)",
+           "transpose back", "reshapes without moving the head axis back"),
+    Mutant("03.merge_heads", "mha.py", MERGE,
+           "return x.movedim(-3, -1).reshape(*batch, L, N_head * c)",
+           "channel block", "heads interleaved channel by channel"),
+    Mutant("03.merge_heads", "mha.py", MERGE,
+           "return x.transpose(-2, -1).reshape(*batch, L, N_head * c)",
+           "undo split_heads", "transposes L and c instead of heads and L"),
+    Mutant("03.merge_heads", "mha.py", MERGE,
+           "return x.transpose(-3, -2).reshape(L, N_head * c)",
+           "leading axes are batch axes", "drops the batch axes"),
+    # 03.multi_head_attention
+    Mutant("03.multi_head_attention", "mha.py", "self.linear_o = nn.Linear(N_head * c, c_in)",
+           "self.linear_o = nn.Linear(N_head * c, c_in, bias=False)",
+           "linear_o: nn.Linear(N_head*c, c_in) with bias", "output projection without bias"),
+    Mutant("03.multi_head_attention", "mha.py", QKV, QKV.replace("use_bias_for_embeddings", "False"),
+           "bias=use_bias_for_embeddings", "q/k/v never get a bias, whatever the flag says"),
+    Mutant("03.multi_head_attention", "mha.py", QKV, QKV.replace("use_bias_for_embeddings", "True"),
+           "bias=use_bias_for_embeddings", "q/k/v always get a bias (the 2017 default)"),
+    Mutant("03.multi_head_attention", "mha.py", ATTEND,
+           "o = torch.softmax(q @ k.transpose(-2, -1) / self.c ** 0.5, dim=-2) @ v",
+           "softmax over the keys", "softmax over the query axis"),
+    Mutant("03.multi_head_attention", "mha.py", ATTEND,
+           "o = torch.softmax(q @ k.transpose(-2, -1) / (self.N_head * self.c) ** 0.5, "
+           "dim=-1) @ v",
+           "/ sqrt(c)", "scaled by the full width N_head*c instead of the head width c"),
+    Mutant("03.multi_head_attention", "mha.py", "k = split_heads(self.linear_k(x), self.N_head)",
+           "k = split_heads(self.linear_q(x), self.N_head)", "q_h k_h^T",
+           "keys from the query projection"),
+    Mutant("03.multi_head_attention", "mha.py", "x = x.movedim(self.attn_dim, -2)",
+           "x = x.movedim(-2, -2)", "x.movedim(attn_dim, -2)", "attn_dim ignored on the way in"),
+    Mutant("03.multi_head_attention", "mha.py",
+           "return self.linear_o(o).movedim(-2, self.attn_dim)", "return self.linear_o(o)",
+           "x.movedim(attn_dim, -2)", "attention axis not moved back to attn_dim"),
+    Mutant("03.multi_head_attention", "mha.py", ATTEND,
+           "o = scaled_dot_product_attention(q, k, v, bias=bias)", "key mask",
+           "attention_mask not passed on"),
+    Mutant("03.multi_head_attention", "mha.py", KEY_MASK,
+           KEY_MASK.replace("attention_mask[..., None, None, :]", "attention_mask[..., None, :, None]"),
+           "(*, 1, 1, L)", "the mask hides queries instead of keys"),
+    Mutant("03.multi_head_attention", "mha.py", ATTEND,
+           "o = scaled_dot_product_attention(q, k, v, mask=key_mask)", "pass `bias` on",
+           "bias dropped"),
+    # 04.broadcastable_bias
+    Mutant("04.broadcastable_bias", "bias.py", ALIGN, "return bias.view(*(1,) * n, *bias.shape)",
+           "not (1, B, N_head, q, k)", "size-1 axes inserted at the front"),
+    Mutant("04.broadcastable_bias", "bias.py", ALIGN, "return bias.unsqueeze(-4)",
+           "n = 0", "always inserts exactly one axis (fine for row attention only)"),
+    Mutant("04.broadcastable_bias", "bias.py", "    n = scores_ndim - bias.ndim\n", "    n = scores_ndim - 3\n",
+           "n = 0", "forgets that the bias's batch axes are already there"),
+    Mutant("04.broadcastable_bias", "bias.py", ALIGN,
+           "return bias.view(*bias.shape[:-2], *(1,) * n, *bias.shape[-2:])",
+           "between the bias's batch axes", "size-1 axes inserted after the head axis"),
+    Mutant("04.broadcastable_bias", "bias.py", ALIGN,
+           "return bias.view(*batch[:1], *(1,) * n, *bias.shape[-3:])",
+           "insert the missing size-1 axes", "keeps only the first batch axis"),
+    # 04.pair_bias
+    Mutant("04.pair_bias", "bias.py", "self.linear_z = nn.Linear(c_z, N_head, bias=False)",
+           "self.linear_z = nn.Linear(c_z, N_head)", "bias=False", "projection with a bias"),
+    Mutant("04.pair_bias", "bias.py", "return bias.movedim(-1, -3)",
+           "return bias.transpose(-1, -3)", "keeping i before j",
+           "transpose swaps the heads with j, so each head gets its bias transposed"),
+    Mutant("04.pair_bias", "bias.py", "bias = self.linear_z(self.layer_norm_z(z))",
+           "bias = self.linear_z(z)", "LayerNorm(z)", "LayerNorm skipped"),
+    Mutant("04.pair_bias", "bias.py", "return bias.movedim(-1, -3)", "return bias.movedim(-1, 0)",
+           "keep the batch axes in front", "head axis moved to the very front"),
+    Mutant("04.pair_bias", "bias.py", "return bias.movedim(-1, -3)", "return bias",
+           "(*, N_head, R, R)", "head axis left last"),
+]
