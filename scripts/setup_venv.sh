@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
-# Create the course's virtual environment with the pinned packages. Called by make.
+# Create or update the course's virtual environment with the pinned packages. Called by make.
+# Safe to run again (it installs what changed, it never deletes a working environment) and
+# safe to run twice at once (the second waits for the first).
 set -euo pipefail
 venv=${1:-.venv}
 py=${PYTHON:-python3}
 if ! "$py" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
   echo "The course needs Python 3.10 or newer as '$py' (set PYTHON=...)." >&2; exit 1
 fi
-if ! "$py" -m venv --help >/dev/null 2>&1 || ! "$py" -c 'import ensurepip' 2>/dev/null; then
+if ! "$py" -c 'import ensurepip, venv' 2>/dev/null; then
   echo "'$py -m venv' is not available. On Debian/Ubuntu: apt-get install python3-venv" >&2; exit 1
 fi
-rm -rf "$venv"
-"$py" -m venv "$venv"
+mkdir -p "$(dirname "$venv")"
+exec 9>"$venv.lock"
+flock 9
+if [ ! -x "$venv/bin/python" ]; then
+  "$py" -m venv "$venv"
+fi
 # pip warns once per package about this machine's empty extra indexes; keep the log readable
 quiet_pip() { "$venv/bin/pip" install --quiet "$@" 2> >(grep -v 'is ignored: it is neither' >&2); }
 quiet_pip --upgrade pip
