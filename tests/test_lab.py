@@ -1,0 +1,69 @@
+"""`make lab` serves JupyterLab with lesson 00: start it on loopback, fetch the page, stop it."""
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+from course import ROOT
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def fetch(url: str) -> tuple[int, str]:
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return response.status, response.read().decode()
+
+
+@pytest.mark.slow
+def test_make_lab_serves_lesson_zero(tmp_path):
+    port = free_port()
+    args = (f"--no-browser --ip=127.0.0.1 --port={port} --ServerApp.port_retries=0 "
+            "--IdentityProvider.token= --ServerApp.password=")
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
+    log = open(tmp_path / "lab.log", "w+")
+    server = subprocess.Popen(["make", "lab", f"LAB_ARGS={args}"], cwd=ROOT, env=env,
+                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                status, page = fetch(f"{base}/lab/tree/notebooks/00_start_here.ipynb")
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    log.seek(0)
+                    pytest.fail(f"JupyterLab did not come up:\n{log.read()[-3000:]}")
+                time.sleep(0.5)
+        assert status == 200 and "JupyterLab" in page
+        status, body = fetch(f"{base}/api/contents/notebooks/00_start_here.ipynb")
+        notebook = json.loads(body)["content"]
+        assert status == 200
+        assert notebook["cells"][0]["source"].startswith("# Lesson 00")
+        status, body = fetch(f"{base}/api/kernelspecs")
+        assert "python3" in json.loads(body)["kernelspecs"]
+    finally:
+        stop(server)
+
+
+def stop(process: subprocess.Popen) -> None:
+    """End the make process and the JupyterLab under it (one process group)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=20)
+            return
+        except subprocess.TimeoutExpired:
+            continue
