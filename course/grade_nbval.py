@@ -1,0 +1,83 @@
+"""pytest plugin the grader loads next to nbval (`-p course.grade_nbval`).
+
+It appends one JSON line per notebook cell to the file named by the environment variable
+COURSE_GRADE_CELL_LOG: the cell's number, tags and source, nbval's outcome, and the outputs the
+cell really produced (strict nbval only says whether they equal the stored ones). Lines are
+written as each cell finishes, so a run killed at the student's time limit still leaves the
+cells it got through. The variable is removed from the environment before any kernel starts.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import pytest
+
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_log = None
+
+
+def pytest_configure(config):
+    global _log
+    path = os.environ.pop("COURSE_GRADE_CELL_LOG", None)
+    if path:
+        _log = open(path, "a", encoding="utf-8")
+
+
+def pytest_unconfigure(config):
+    if _log is not None:
+        _log.close()
+
+
+def _clip(text: str, limit: int = 4000) -> str:
+    text = ANSI.sub("", text)
+    return text if len(text) <= limit else text[: limit // 2] + "\n...\n" + text[-limit // 2:]
+
+
+def _outputs(item) -> list[dict]:
+    found = []
+    for out in getattr(item, "test_outputs", None) or []:
+        kind = out.get("output_type")
+        if kind == "stream":
+            found.append({"type": "stream", "name": out.get("name"), "text": _clip(out.get("text", ""))})
+        elif kind == "error":
+            found.append({"type": "error", "ename": out.get("ename", ""),
+                          "evalue": _clip(str(out.get("evalue", ""))),
+                          "traceback": _clip("\n".join(out.get("traceback", [])[-3:]))})
+        elif kind in ("display_data", "execute_result"):
+            text = out.get("data", {}).get("text/plain", "")
+            found.append({"type": kind, "text": _clip(text if isinstance(text, str) else "".join(text))})
+    return found
+
+
+def _message(report, call) -> str:
+    if report.failed:
+        return _clip(report.longreprtext)
+    if call.excinfo is not None:  # e.g. xfailed after an earlier cell timed out
+        return _clip(call.excinfo.exconly())
+    return ""
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if _log is None or not hasattr(item, "cell_num"):
+        return
+    if call.when != "call" and report.passed:
+        return
+    record = {
+        "notebook": os.path.basename(str(item.fspath)),
+        "cell": item.cell_num,
+        "when": call.when,
+        "tags": list(item.cell.get("metadata", {}).get("tags", [])),
+        "source": item.cell.source,
+        "outcome": report.outcome,
+        "xfail": hasattr(report, "wasxfail"),
+        "message": _message(report, call),
+        "outputs": _outputs(item) if call.when == "call" else [],
+        "seconds": round(call.duration, 3),
+    }
+    _log.write(json.dumps(record) + "\n")
+    _log.flush()

@@ -1,0 +1,105 @@
+"""The student release: the course without `solutions/`.
+
+    python -m course.handout --out DIR        # or: make handout OUT=DIR
+
+The handout holds the notebooks (with their committed outputs), the machinery in `course/`
+(checks, widgets, plots), the recorded reference results in `course/reference_data/` (so every
+check works without the solutions), the shipped `data/`, and `exercises/` freshly generated from
+`solutions/` (stubs that raise NotImplementedError). Left out: `solutions/`, `tests/` (the
+mutation and notebook tests need the solutions), the instructors' guide, and the usual build
+output. The grader builds its pristine working copy with the same function, so a grading kernel
+never has the reference code on its path.
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+from course import ROOT
+from course.workspace import SKIP
+
+# top-level paths (relative to the course root) that stay with the instructor
+EXCLUDE = {"solutions", "tests", "docs/instructors.md", "course/grading_points.toml"}
+MARKER = ".handout"  # lets a later run replace a folder it made itself
+
+
+def _ignore(source: Path, dest: Path):
+    source, dest = source.resolve(), dest.resolve()
+
+    def ignore(folder: str, names: list[str]) -> list[str]:
+        here = Path(folder).resolve()
+        skipped = []
+        for name in names:
+            path = here / name
+            relative = path.relative_to(source).as_posix()
+            if name in SKIP or relative in EXCLUDE or name.endswith(".pyc") or path == dest:
+                skipped.append(name)
+        return skipped
+
+    return ignore
+
+
+def build(dest: Path, source: Path = ROOT) -> Path:
+    """Write the handout to `dest` (replaced if it is an earlier handout or empty); return it."""
+    dest, source = Path(dest), Path(source)
+    if dest.exists():
+        if not dest.is_dir() or (any(dest.iterdir()) and not (dest / MARKER).exists()):
+            raise FileExistsError(f"{dest} exists and is not an earlier handout; choose another --out")
+        shutil.rmtree(dest)
+    shutil.copytree(source, dest, ignore=_ignore(source, dest), symlinks=False)
+    solutions = source / "solutions"
+    if solutions.is_dir():  # fresh stubs, whatever the instructor's exercises/ holds now
+        from course.stubs import generate
+
+        exercises = dest / "exercises"
+        for old in exercises.glob("*.py"):
+            old.unlink()
+        exercises.mkdir(exist_ok=True)
+        for name, text in generate(solutions).items():
+            (exercises / name).write_text(text)
+    (dest / MARKER).write_text("made by `python -m course.handout`; safe to delete\n")
+    return dest
+
+
+def problems(handout: Path) -> list[str]:
+    """What is wrong with a handout: leaked solutions, missing stubs or reference results."""
+    handout = Path(handout)
+    found = []
+    if (handout / "solutions").exists():
+        found.append("solutions/ is present")
+    for path in (handout / "exercises").glob("*.py"):
+        if "# BEGIN SOLUTION" in path.read_text():
+            found.append(f"exercises/{path.name} holds a solution block")
+    if not list((handout / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        found.append("no lesson notebooks")
+    reference = handout / "course" / "reference_data"
+    from course.checks import all_checks
+
+    for check_id in all_checks():
+        if not (reference / f"{check_id}.pt").exists():
+            found.append(f"no recorded reference for {check_id}: run `make reference`")
+    return found
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="write the student release (no solutions/)")
+    parser.add_argument("--out", required=True, type=Path, help="folder to write the handout to")
+    args = parser.parse_args(argv)
+    if not str(args.out).strip():
+        parser.error("give a folder: make handout OUT=<dir>")
+    try:
+        dest = build(args.out)
+    except FileExistsError as err:
+        parser.error(str(err))
+    issues = problems(dest)
+    files = sum(1 for p in dest.rglob("*") if p.is_file())
+    print(f"handout written to {dest} ({files} files, no solutions/)")
+    for issue in issues:
+        print(f"problem: {issue}")
+    return 1 if issues else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
