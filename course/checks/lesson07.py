@@ -1,0 +1,109 @@
+"""Checks for lesson 07 (the gated-attention paper): the G1 gate, elementwise and headwise."""
+from __future__ import annotations
+
+import torch
+
+from course.checks.core import Case, Check
+from course.checks.inputs import fill_parameters, parameter_shapes, randn
+
+D_MODEL, N_HEADS = 8, 2
+
+
+def _module(cls, gate: str, seed: int, zero_gate_weights: bool = False):
+    module = fill_parameters(cls(D_MODEL, N_HEADS, gate), seed=seed)
+    if zero_gate_weights:  # the gate becomes sigmoid(bias): the same for every token
+        module.gate_proj.weight.data.zero_()
+    return module
+
+
+def _gate_scores(gate: str, x_shape, seed: int):
+    def run(cls):
+        return _module(cls, gate, seed).gate_scores(randn(*x_shape, seed=seed + 1))
+    return run
+
+
+def _forward(gate: str, x_shape, seed: int, zero_gate_weights: bool = False):
+    def run(cls):
+        module = _module(cls, gate, seed, zero_gate_weights)
+        return {"output": module(randn(*x_shape, seed=seed + 1)), **parameter_shapes(module)}
+    return run
+
+
+def _scores_vary_over_tokens(outputs) -> str | None:
+    scores = outputs["output"]
+    if (scores - scores[:1]).abs().max() < 1e-9:
+        return "every token got the same gate scores: the gate ignores x"
+    return None
+
+
+def _scores_in_unit_interval(outputs) -> str | None:
+    scores = outputs["output"]
+    if scores.min() <= 0 or scores.max() >= 1:
+        return f"gate scores range from {scores.min():.3g} to {scores.max():.3g}, outside (0, 1)"
+    return None
+
+
+def _causal_run(gate: str, seed: int):
+    def run(cls):
+        module = _module(cls, gate, seed)
+        x = randn(5, D_MODEL, seed=seed + 1)
+        changed = x.clone()
+        changed[-1] += 3.0  # only the last token differs
+        return {"original": module(x), "last token changed": module(changed)}
+    return run
+
+
+def _earlier_tokens_unchanged(outputs) -> str | None:
+    before, after = outputs["original"][:-1], outputs["last token changed"][:-1]
+    if not torch.allclose(before, after, atol=1e-12):
+        return "changing the last token changed the outputs of earlier tokens"
+    return None
+
+
+def _cases(gate: str, width_text: str, seed: int) -> list[Case]:
+    own_gates = ("each head has its own gates: gate_proj = Linear(d_model, "
+                 f"{width_text}) with a bias")
+    return [
+        Case(f"parameters of GatedCausalSelfAttention({D_MODEL}, {N_HEADS}, '{gate}')",
+             lambda cls: parameter_shapes(cls(D_MODEL, N_HEADS, gate)),
+             hint=own_gates, shape_hint=own_gates),
+        Case("gate scores change from token to token", _gate_scores(gate, (6, D_MODEL), seed),
+             hint="the gate is input-dependent, computed from each token's x by gate_proj, "
+                  "not a learned constant per head",
+             expect=_scores_vary_over_tokens),
+        Case("gate scores lie in (0, 1)", _gate_scores(gate, (2, 6, D_MODEL), seed + 10),
+             hint="squash the gate logits with a sigmoid: scores lie in (0, 1)",
+             expect=_scores_in_unit_interval),
+        Case("gate_scores(x) for x (2, 6, 8)", _gate_scores(gate, (2, 6, D_MODEL), seed + 20),
+             hint="gate_scores(x) = sigmoid(gate_proj(x)) with the last axis split as "
+                  "(n_heads, gate width): channel block h belongs to head h",
+             shape_hint=f"gate_scores returns (*, L, n_heads, {'head_dim' if gate == 'elementwise' else '1'})"),
+        Case("gate weights zero (gate = sigmoid(bias)): where the gate sits",
+             _forward(gate, (5, D_MODEL), seed + 30, zero_gate_weights=True),
+             hint="G1: multiply each head's SDPA output by its gate before the output "
+                  "projection W_O (gating after W_O is position G5)"),
+        Case("x (5, 8): the gate is computed from x", _forward(gate, (5, D_MODEL), seed + 40),
+             hint="compute the gate from the layer's input x (the normalised hidden state), "
+                  "not from the attention output"),
+        Case("x (2, 3, 6, 8): leading batch axes", _forward(gate, (2, 3, 6, D_MODEL), seed + 50),
+             hint="leading axes are batch axes; the gate multiplies y of shape "
+                  "(*, L, n_heads, head_dim) before out(y.flatten(-2))"),
+        Case("causal: a later token does not change earlier outputs", _causal_run(gate, seed + 60),
+             hint="the gate of token i must use x_i only; attention keeps its causal mask",
+             expect=_earlier_tokens_unchanged),
+    ]
+
+
+check_gate_elementwise = Check(
+    id="07.gate_elementwise",
+    target="gated_attention:GatedCausalSelfAttention",
+    lesson="07",
+    cases=_cases("elementwise", "n_heads * head_dim", seed=700),
+)
+
+check_gate_headwise = Check(
+    id="07.gate_headwise",
+    target="gated_attention:GatedCausalSelfAttention",
+    lesson="07",
+    cases=_cases("headwise", "n_heads", seed=800),
+)

@@ -1,0 +1,296 @@
+"""Lesson 07's machinery: data, training and measurements of the tiny LM (solutions/tiny_lm.py).
+
+Two datasets, both with a BOS token at position 0:
+- "bb", Bigram-Backcopy (after Guo et al. 2024, "Active-Dormant Attention Heads"): characters
+  'a'-'z' and ' ' follow a bigram chain (data/lesson07/bigram_table.json); right after one of the
+  TRIGGERS the next character is a copy of the one before the trigger. Only there does
+  attention have a job; everywhere else the bigram row of the current character says it all.
+- "text": characters of Python standard-library docstrings (data/lesson07/docstrings.txt),
+  the first 90 % for training, the last 10 % for validation.
+
+The shipped checkpoints (float16 state dicts) and metrics in data/lesson07/ come from
+`scripts/train_lesson07.py`, which calls `train_and_measure` for every dataset, variant and seed.
+"""
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from course import ROOT
+
+DATA = ROOT / "data" / "lesson07"
+VARIANTS = ("none", "elementwise", "headwise", "static")
+DATASETS = ("bb", "text")
+SEEDS = (0, 1, 2)
+TRIGGERS = "fpw"
+SEQ_LEN = 64  # BOS + 63 characters
+BOS = 0
+VAL_SEQUENCES = 256
+VAL_SEED = 10_000
+# the training recipe of every shipped run (the notebook prints it)
+RECIPE = dict(steps=2500, batch_size=32, lr=1e-2, warmup=100, weight_decay=0.01, grad_clip=1.0)
+
+
+def model_class():
+    """The tiny LM class, from exercises/ (the same code as solutions/tiny_lm.py; no exercise)."""
+    from exercises.tiny_lm import TinyLM
+    return TinyLM
+
+
+# ----------------------------------------------------------------------------------- data
+class BigramBackcopy:
+    """Sequences of the Bigram-Backcopy task; token 0 is BOS, token i >= 1 is alphabet[i-1]."""
+
+    def __init__(self, table_path: Path = DATA / "bigram_table.json", triggers: str = TRIGGERS):
+        table = json.loads(Path(table_path).read_text())
+        self.alphabet = table["alphabet"]
+        self.vocab = ["<bos>"] + list(self.alphabet)
+        self.probabilities = torch.tensor(table["probabilities"], dtype=torch.float64)
+        self.trigger_ids = torch.tensor([self.alphabet.index(t) + 1 for t in triggers])
+        # the first character follows a space (a word start) and is never a trigger
+        first = self.probabilities[self.alphabet.index(" ")].clone()
+        first[self.trigger_ids - 1] = 0.0
+        self.first = first / first.sum()
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.vocab)
+
+    def sample(self, n: int, generator: torch.Generator, length: int = SEQ_LEN) -> torch.Tensor:
+        """(n, length) token ids: BOS, then the bigram chain with back-copies after triggers."""
+        tokens = torch.zeros(n, length, dtype=torch.long)
+        tokens[:, 1] = torch.multinomial(self.first.expand(n, -1), 1, generator=generator)[:, 0] + 1
+        for t in range(2, length):
+            previous = tokens[:, t - 1]
+            drawn = torch.multinomial(self.probabilities[previous - 1], 1, generator=generator)[:, 0] + 1
+            copy = torch.isin(previous, self.trigger_ids)
+            tokens[:, t] = torch.where(copy, tokens[:, t - 2], drawn)
+        return tokens
+
+    def copy_positions(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Bool (n, length): True at positions whose token is a back-copy (previous is a trigger)."""
+        mask = torch.zeros_like(tokens, dtype=torch.bool)
+        mask[:, 2:] = torch.isin(tokens[:, 1:-1], self.trigger_ids)
+        return mask
+
+    def decode(self, tokens) -> str:
+        return "".join("^" if int(t) == BOS else self.vocab[int(t)] for t in tokens)
+
+
+class DocstringText:
+    """Character-level windows of the docstring corpus; token 0 is BOS."""
+
+    def __init__(self, path: Path = DATA / "docstrings.txt"):
+        text = Path(path).read_text()
+        self.vocab = ["<bos>"] + sorted(set(text))
+        index = {ch: i for i, ch in enumerate(self.vocab)}
+        ids = torch.tensor([index[ch] for ch in text], dtype=torch.long)
+        split = int(0.9 * len(ids))
+        self.train_ids, self.val_ids = ids[:split], ids[split:]
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.vocab)
+
+    def sample(self, n: int, generator: torch.Generator, length: int = SEQ_LEN,
+               split: str = "train") -> torch.Tensor:
+        ids = self.train_ids if split == "train" else self.val_ids
+        starts = torch.randint(0, len(ids) - length, (n,), generator=generator)
+        windows = torch.stack([ids[s:s + length - 1] for s in starts.tolist()])
+        return torch.cat([torch.full((n, 1), BOS, dtype=torch.long), windows], dim=1)
+
+    def decode(self, tokens) -> str:
+        return "".join("^" if int(t) == BOS else self.vocab[int(t)] for t in tokens)
+
+
+def load_dataset(name: str):
+    return BigramBackcopy() if name == "bb" else DocstringText()
+
+
+def validation_tokens(dataset) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(VAL_SEED)
+    if isinstance(dataset, DocstringText):
+        return dataset.sample(VAL_SEQUENCES, generator, split="val")
+    return dataset.sample(VAL_SEQUENCES, generator)
+
+
+# ------------------------------------------------------------------------------- training
+def lm_loss(model, tokens: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy of predicting tokens[:, 1:] from every prefix."""
+    logits = model(tokens)
+    return F.cross_entropy(logits[:, :-1].flatten(0, 1), tokens[:, 1:].flatten())
+
+
+def train(dataset, gate: str, seed: int, steps: int = RECIPE["steps"], threads: int = 2,
+          progress: bool = True, **recipe):
+    """Train one TinyLM from scratch; returns the model (float32, eval mode)."""
+    from tqdm.auto import tqdm
+
+    recipe = {**RECIPE, **recipe, "steps": steps}
+    torch.set_num_threads(threads)
+    torch.manual_seed(seed)
+    model = model_class()(dataset.vocab_size, max_len=SEQ_LEN, gate=gate)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=recipe["lr"], betas=(0.9, 0.95),
+                                  weight_decay=recipe["weight_decay"])
+
+    def learning_rate(step):  # linear warm-up, then cosine decay to a tenth
+        if step < recipe["warmup"]:
+            return (step + 1) / recipe["warmup"]
+        done = (step - recipe["warmup"]) / max(1, steps - recipe["warmup"])
+        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * done))
+
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, learning_rate)
+    generator = torch.Generator().manual_seed(1000 + seed)
+    bar = tqdm(range(steps), desc=f"{gate:>11} seed {seed}", disable=not progress,
+               mininterval=2.0, leave=False)
+    model.train()
+    for step in bar:
+        loss = lm_loss(model, dataset.sample(recipe["batch_size"], generator))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), recipe["grad_clip"])
+        optimizer.step()
+        schedule.step()
+        if step % 100 == 0:
+            bar.set_postfix(loss=f"{loss.item():.3f}")
+    bar.close()
+    return model.eval()
+
+
+def compact_state(model) -> dict[str, torch.Tensor]:
+    """The state dict in float16: how checkpoints ship (half the bytes of float32)."""
+    return {name: t.detach().to(torch.float16) for name, t in model.state_dict().items()}
+
+
+def load_model(config: dict, state: dict[str, torch.Tensor]):
+    model = model_class()(**config)
+    model.load_state_dict({name: t.float() for name, t in state.items()})
+    return model.eval()
+
+
+# --------------------------------------------------------------------------- measurements
+GATE_BINS = 20
+
+
+@torch.no_grad()
+def measure(model, dataset, tokens: torch.Tensor | None = None) -> dict:
+    """The lesson's measurements on the validation sequences (numbers and nested lists only).
+
+    first_token_share: mean over layers, heads and query positions >= 1 of the weight on
+        position 0 (BOS); also per layer and per [layer][head].
+    gate_mean, gate_below_0.1, gate_histogram (counts in GATE_BINS bins over [0, 1]): all gate
+        scores of all layers (None without a gate).
+    max_activation: largest |hidden state| after each block, and its maximum.
+    val_loss; copy_accuracy (Bigram-Backcopy only): argmax prediction right at back-copies.
+    """
+    tokens = validation_tokens(dataset) if tokens is None else tokens
+    logits, record = model(tokens, details=True)
+    per_head = torch.stack([w[:, :, 1:, 0].mean(dim=(0, 2)) for w in record["weights"]])
+    result = {
+        "first_token_share": per_head.mean().item(),
+        "first_token_share_per_layer": per_head.mean(dim=1).tolist(),
+        "first_token_share_per_head": per_head.tolist(),
+        "val_loss": F.cross_entropy(logits[:, :-1].flatten(0, 1), tokens[:, 1:].flatten()).item(),
+        "max_activation_per_layer": [h.abs().max().item() for h in record["hidden"]],
+    }
+    result["max_activation"] = max(result["max_activation_per_layer"])
+    scores = [g for g in record["gate_scores"] if g is not None]
+    if scores:
+        flat = torch.cat([g.flatten() for g in scores])
+        result["gate_mean"] = flat.mean().item()
+        result["gate_below_0.1"] = (flat < 0.1).double().mean().item()
+        result["gate_histogram"] = torch.histc(flat, bins=GATE_BINS, min=0.0, max=1.0).tolist()
+    else:
+        result["gate_mean"] = result["gate_below_0.1"] = result["gate_histogram"] = None
+    if isinstance(dataset, BigramBackcopy):
+        copies = dataset.copy_positions(tokens)[:, 1:]  # aligned with predictions of tokens[:, 1:]
+        right = logits[:, :-1].argmax(-1) == tokens[:, 1:]
+        result["copy_accuracy"] = right[copies].double().mean().item()
+        result["copy_positions"] = int(copies.sum())
+    else:
+        result["copy_accuracy"] = None
+    return result
+
+
+def train_and_measure(dataset_name: str, gate: str, seed: int, steps: int = RECIPE["steps"],
+                      threads: int = 2, progress: bool = True):
+    """Train one run and measure it with its float16 weights (exactly what ships)."""
+    dataset = load_dataset(dataset_name)
+    start = time.perf_counter()
+    model = train(dataset, gate, seed, steps=steps, threads=threads, progress=progress)
+    seconds = time.perf_counter() - start
+    state = compact_state(model)
+    shipped = load_model(model.config, state)
+    metrics = measure(shipped, dataset)
+    metrics["train_seconds"] = seconds
+    metrics["steps"] = steps
+    return shipped.config, state, metrics
+
+
+def run_key(dataset: str, gate: str, seed: int) -> str:
+    return f"{dataset}/{gate}/seed{seed}"
+
+
+def checkpoint_path(dataset: str, folder: Path = DATA) -> Path:
+    return Path(folder) / f"checkpoints_{dataset}.pt"
+
+
+def metrics_path(dataset: str, folder: Path = DATA) -> Path:
+    return Path(folder) / f"metrics_{dataset}.json"
+
+
+def train_all(datasets=DATASETS, variants=VARIANTS, seeds=SEEDS, steps: int = RECIPE["steps"],
+              threads: int = 2, folder: Path = DATA, progress: bool = True) -> dict:
+    """Train every run, write checkpoints_<dataset>.pt and metrics_<dataset>.json to `folder`."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    all_metrics = {}
+    for dataset in datasets:
+        checkpoints, metrics = {}, {}
+        for gate in variants:
+            for seed in seeds:
+                key = run_key(dataset, gate, seed)
+                config, state, metrics[key] = train_and_measure(
+                    dataset, gate, seed, steps=steps, threads=threads, progress=progress)
+                checkpoints[key] = {"config": config, "state": state}
+                if progress:
+                    m = metrics[key]
+                    print(f"{key}: first-token share {m['first_token_share']:.3f}, val loss "
+                          f"{m['val_loss']:.4f}, {m['train_seconds']:.0f} s", flush=True)
+        torch.save(checkpoints, checkpoint_path(dataset, folder))
+        metrics_path(dataset, folder).write_text(json.dumps(
+            {"recipe": {**RECIPE, "steps": steps}, "runs": metrics}, indent=1) + "\n")
+        all_metrics.update(metrics)
+    return all_metrics
+
+
+def load_metrics(folder: Path = DATA) -> dict:
+    """Shipped metrics of every run, by run_key."""
+    runs = {}
+    for dataset in DATASETS:
+        runs.update(json.loads(metrics_path(dataset, folder).read_text())["runs"])
+    return runs
+
+
+def load_checkpoint(dataset: str, gate: str, seed: int, folder: Path = DATA):
+    stored = torch.load(checkpoint_path(dataset, folder), weights_only=True)[run_key(dataset, gate, seed)]
+    return load_model(stored["config"], stored["state"])
+
+
+def summary(runs: dict, dataset: str, keys=("first_token_share", "gate_mean", "gate_below_0.1",
+                                             "max_activation", "val_loss", "copy_accuracy")):
+    """{gate: {key: (mean, min, max) over seeds}} for one dataset (None where not measured)."""
+    table = {}
+    for gate in VARIANTS:
+        found = [m for k, m in runs.items() if k.startswith(f"{dataset}/{gate}/")]
+        row = {}
+        for key in keys:
+            values = [m[key] for m in found if m.get(key) is not None]
+            row[key] = (sum(values) / len(values), min(values), max(values)) if values else None
+        table[gate] = row
+    return table

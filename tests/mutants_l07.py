@@ -1,0 +1,35 @@
+"""Realistic bugs for the checks of lesson 07 (the G1 gate of the gated-attention paper)."""
+from tests.mutation import Mutant
+
+FILE = "gated_attention.py"
+
+_GATE_FROM_OUTPUT = ("y = y * self.gate_scores(x)", "y = y * self.gate_scores(y.flatten(-2))")
+_GATE_AFTER_W_O = (
+    "            y = y * self.gate_scores(x)\n            # END SOLUTION\n",
+    "            return self.out(y.flatten(-2)) * self.gate_scores(x).flatten(-2)\n"
+    "            # END SOLUTION\n")
+_STATIC_PER_HEAD = ("logits = self.gate_proj(x)  #",
+                    "logits = self.gate_proj.bias.expand(*x.shape[:-1], -1)  #")
+_NO_SIGMOID = ("return torch.sigmoid(logits).unflatten(-1, (self.n_heads, -1))",
+               "return logits.unflatten(-1, (self.n_heads, -1))")
+_SHARED_ACROSS_HEADS = ("self.gate_proj = nn.Linear(d_model, n_heads * gate_width)",
+                        "self.gate_proj = nn.Linear(d_model, gate_width)")
+_SHARED_BY_MEAN = (
+    "return torch.sigmoid(logits).unflatten(-1, (self.n_heads, -1))",
+    "return torch.sigmoid(logits).unflatten(-1, (self.n_heads, -1)).mean(-2, keepdim=True)")
+
+MUTANTS = []
+for _check in ("07.gate_elementwise", "07.gate_headwise"):
+    MUTANTS += [
+        Mutant(_check, FILE, *_GATE_FROM_OUTPUT, "not from the attention output",
+               "gate computed from the attention output instead of x"),
+        Mutant(_check, FILE, *_GATE_AFTER_W_O, "before the output projection",
+               "gate after W_O (position G5)"),
+        Mutant(_check, FILE, *_STATIC_PER_HEAD, "not a learned constant",
+               "a static learned gate per head instead of one computed from x"),
+        Mutant(_check, FILE, *_NO_SIGMOID, "(0, 1)", "sigmoid missing"),
+        Mutant(_check, FILE, *_SHARED_ACROSS_HEADS, "each head has its own gates",
+               "one gate projection shared by all heads"),
+        Mutant(_check, FILE, *_SHARED_BY_MEAN, "gate_scores returns (*, L, n_heads",
+               "heads' gates averaged into one shared gate"),
+    ]
