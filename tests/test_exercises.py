@@ -30,3 +30,26 @@ def test_same_names_signatures_and_docstrings():
 
 def test_recorded_reference_matches_solutions():
     assert verify() == [], "run `make reference`"
+
+
+def test_check_reports_a_missing_return():
+    import pytest
+
+    from course.checks import CheckFailed
+    from course.checks.lesson00 import check_batched_dot
+
+    def forgot_return(a, b):
+        (a * b).sum(dim=-1)
+
+    with pytest.raises(CheckFailed, match="return"):
+        check_batched_dot(forgot_return)
+
+
+def test_check_reports_a_crash_with_case_and_hint():
+    import pytest
+
+    from course.checks import CheckFailed
+    from course.checks.lesson00 import check_batched_dot
+
+    with pytest.raises(CheckFailed, match=r"(?s)case 'two vectors.*raised ZeroDivisionError.*hint"):
+        check_batched_dot(lambda a, b: 1 / 0)

@@ -88,7 +88,7 @@ class Check:
     def _run_case(self, case: Case, impl: Any) -> dict[str, torch.Tensor]:
         try:
             with torch.no_grad():
-                return as_outputs(case.run(impl))
+                result = case.run(impl)
         except NotImplementedError as err:
             raise NotImplementedYet(
                 f"NOT IMPLEMENTED YET: {self.id} calls `{self.attribute}` in "
@@ -101,6 +101,14 @@ class Check:
             raise CheckFailed(
                 self._message(case, f"raised {type(err).__name__}: {err}")
             ) from err
+        if result is None:
+            raise CheckFailed(self._message(
+                case, "returned None: is a `return` statement missing?"))
+        try:
+            return as_outputs(result)
+        except (TypeError, ValueError, RuntimeError) as err:
+            raise CheckFailed(self._message(
+                case, f"returned {type(result).__name__}, which is not a tensor ({err})")) from err
 
     def _message(self, case: Case, problem: str, hint: str | None = None) -> str:
         return (
