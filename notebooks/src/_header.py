@@ -1,13 +1,20 @@
 # %% tags=["colab"]
-# Only on Google Colab: fetch the course and install what Colab lacks. Elsewhere this does nothing.
-import os
-import subprocess
+# Google Colab only: fetch the course files and install what Colab lacks. Elsewhere: does nothing.
 import sys
 
-COURSE_REPO_URL = "https://github.com/attention-course/attention-course.git"
-if "google.colab" in sys.modules and not os.path.exists("course_setup.py"):
-    subprocess.run(["git", "clone", "--depth", "1", COURSE_REPO_URL, "/content/course"], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "torchview", "graphviz",
-                    "graphviz-pure", "ipywidgets"], check=True)
-    os.chdir("/content/course/notebooks")
-    sys.path.insert(0, "/content/course/notebooks")
+if "google.colab" in sys.modules:
+    import importlib.util
+    import os
+    import subprocess
+
+    COURSE_REPO_URL = "https://github.com/attention-course/attention-course.git"
+    COURSE_DIR = "/content/attention-course"
+    if not os.path.isdir(COURSE_DIR):  # once per Colab machine; a rerun or restart reuses it
+        subprocess.run(["git", "clone", "--quiet", "--depth", "1", COURSE_REPO_URL, COURSE_DIR],
+                       check=True)
+    # Colab has torch, matplotlib, ipywidgets, tqdm and Graphviz's `dot`; it lacks torchview
+    if importlib.util.find_spec("torchview") is None:
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "torchview"], check=True)
+    os.chdir(f"{COURSE_DIR}/notebooks")  # so `import course_setup` and relative paths work
+    if f"{COURSE_DIR}/notebooks" not in sys.path:
+        sys.path.insert(0, f"{COURSE_DIR}/notebooks")

@@ -1,0 +1,147 @@
+"""Opening the course anywhere: the Colab set-up cell (notebooks/src/_header.py) and Binder's
+environment.yml.
+
+The Colab cell sits under the title of every lesson. Outside Colab it must do nothing and print
+nothing (nbval runs it in every notebook, too); in Colab it clones the course, installs what
+Colab lacks and moves into the course's notebooks/ folder. Colab itself cannot be reached from
+here, so its branch runs with a fake `google.colab` module and a stubbed `subprocess.run`.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import types
+
+import jupytext
+import nbformat
+import pytest
+import yaml
+
+from course import ROOT
+from course.build import HEADER
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def colab_cell() -> str:
+    cells = [c for c in jupytext.read(HEADER).cells if "colab" in c.metadata.get("tags", [])]
+    assert len(cells) == 1, "_header.py should hold exactly one cell tagged 'colab'"
+    assert cells[0].cell_type == "code"
+    return cells[0].source
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """Record subprocess.run and os.chdir instead of running them; keep sys.path intact."""
+    made = []
+    monkeypatch.setattr(subprocess, "run",
+                        lambda args, **kw: made.append(("run", list(args), kw)) or
+                        subprocess.CompletedProcess(args, 0))
+    monkeypatch.setattr(os, "chdir", lambda path: made.append(("chdir", str(path))))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    return made
+
+
+def run_cell(namespace=None) -> dict:
+    namespace = {} if namespace is None else namespace
+    exec(compile(colab_cell(), "<colab cell>", "exec"), namespace)
+    return namespace
+
+
+def test_outside_colab_the_cell_does_nothing_and_prints_nothing(calls, monkeypatch, capsys):
+    monkeypatch.delitem(sys.modules, "google.colab", raising=False)
+    cwd, path = os.getcwd(), list(sys.path)
+    namespace = run_cell()
+    assert calls == []
+    assert capsys.readouterr() == ("", "")
+    assert os.getcwd() == cwd and sys.path == path
+    # nothing left in the learner's namespace but the `sys` it imported
+    assert set(namespace) - {"__builtins__"} == {"sys"}
+
+
+def fake_colab(monkeypatch):
+    google = types.ModuleType("google")
+    colab = types.ModuleType("google.colab")
+    google.colab = colab
+    monkeypatch.setitem(sys.modules, "google", google)
+    monkeypatch.setitem(sys.modules, "google.colab", colab)
+
+
+def test_in_colab_the_cell_clones_installs_and_moves_into_the_course(calls, monkeypatch, capsys):
+    fake_colab(monkeypatch)
+    import importlib.util
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",  # a Colab without torchview
+                        lambda name, *a: None if name == "torchview" else real_find_spec(name, *a))
+    monkeypatch.setattr(os.path, "isdir", lambda p: False if "attention-course" in str(p) else True)
+    namespace = run_cell()
+    course = namespace["COURSE_DIR"]
+    (_, clone, clone_kw), (_, pip, pip_kw), chdir = calls
+    assert clone[:2] == ["git", "clone"] and clone[-2:] == [namespace["COURSE_REPO_URL"], course]
+    assert namespace["COURSE_REPO_URL"].startswith("https://")
+    assert clone_kw.get("check") is True
+    assert pip[:4] == [sys.executable, "-m", "pip", "install"] and pip[-1] == "torchview"
+    assert "torch" not in pip, "Colab has torch: reinstalling it would download GBs"
+    assert "ipywidgets" not in pip, "ipywidgets 8 needs Colab's custom widget manager; keep Colab's"
+    assert pip_kw.get("check") is True
+    assert chdir == ("chdir", f"{course}/notebooks")
+    assert sys.path[0] == f"{course}/notebooks"
+    assert capsys.readouterr().out == ""
+
+
+def test_in_colab_a_rerun_reuses_the_clone_and_skips_what_is_installed(calls, monkeypatch):
+    fake_colab(monkeypatch)
+    import importlib.util
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())
+    monkeypatch.setattr(os.path, "isdir", lambda p: True)
+    namespace = run_cell()
+    run_cell(namespace)  # a second run (the learner reruns the cell)
+    course = namespace["COURSE_DIR"]
+    assert [c for c in calls if c[0] == "run"] == []
+    assert calls == [("chdir", f"{course}/notebooks")] * 2
+    assert sys.path.count(f"{course}/notebooks") == 1
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_every_lesson_has_the_colab_cell_under_its_title_with_no_output(path):
+    notebook = nbformat.read(path, as_version=4)
+    tagged = [i for i, c in enumerate(notebook.cells) if "colab" in c.metadata.get("tags", [])]
+    assert tagged == [1], f"{path.name}: the colab cell should come right after the title"
+    assert notebook.cells[1].outputs == [], f"{path.name}: the colab cell printed something"
+
+
+# ------------------------------------------------------------------------------------- Binder
+
+def environment() -> dict:
+    return yaml.safe_load((ROOT / "environment.yml").read_text())
+
+
+def test_binder_environment_is_lean_conda_forge_with_cpu_torch():
+    env = environment()
+    assert env["channels"][0] == "conda-forge" and "defaults" not in env["channels"]
+    deps = [d for d in env["dependencies"] if isinstance(d, str)]
+    names = {d.split("=")[0].split(">")[0].split("<")[0].strip() for d in deps}
+    assert "python=3.11" in deps
+    assert "pytorch-cpu" in names, "CPU torch: a CUDA build would not fit Binder"
+    assert not names & {"pytorch", "pytorch-gpu", "cudatoolkit", "cuda-version"}
+    assert not any(isinstance(d, dict) for d in env["dependencies"]), "no pip section: conda only"
+
+
+# requirements.in name -> conda-forge name (None: not needed on Binder)
+CONDA_NAMES = {"torch": "pytorch-cpu", "graphviz": "python-graphviz", "matplotlib": "matplotlib-base",
+               "graphviz-pure": "graphviz",  # conda-forge graphviz ships the real `dot`
+               "playwright": None, "pytest-xdist": None}
+
+
+def test_binder_environment_has_every_package_the_course_needs():
+    deps = [d for d in environment()["dependencies"] if isinstance(d, str)]
+    names = {d.split("=")[0].split(">")[0].split("<")[0].strip() for d in deps}
+    wanted = []
+    for line in (ROOT / "requirements.in").read_text().splitlines():
+        line = line.split("#")[0].strip()
+        if line:
+            name = line.split("=")[0].split(">")[0].split("<")[0].strip().lower()
+            wanted.append(CONDA_NAMES.get(name, name))
+    missing = sorted({w for w in wanted if w is not None} - names)
+    assert not missing, f"environment.yml lacks {missing} (requirements.in has them)"
