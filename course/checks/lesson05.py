@@ -1,0 +1,169 @@
+"""Checks for lesson 05 (global attention): the masked mean and the `is_global` option.
+
+The global checks use ungated modules: the gate is lesson 06's exercise (its check runs gated
+global attention too).
+"""
+from __future__ import annotations
+
+import torch
+
+from course.checks.core import Case, Check
+from course.checks.inputs import fill_parameters, parameter_shapes, randn
+
+
+def _padded(shape, padded):
+    """Bool mask of `shape`, True everywhere except at the index tuples in `padded`."""
+    mask = torch.ones(shape, dtype=torch.bool)
+    for index in padded:
+        mask[index] = False
+    return mask
+
+
+def _with_loud_padding(x: torch.Tensor, mask: torch.Tensor, value: float = 50.0) -> torch.Tensor:
+    """x with its padding positions set far from the real ones, so using them shows."""
+    return x.masked_fill(~mask[..., None], value)
+
+
+# ----------------------------------------------------------------------------- masked_mean
+
+MASKED_HINT = ("count only positions where the mask is True: sum(x * mask[..., None]) over dim, "
+               "divided by the number of True positions (not a plain mean over all of dim)")
+
+
+def _mean_case(shape, dim, padded, seed):
+    def run(f):
+        mask = _padded(shape[:-1], padded)
+        return f(_with_loud_padding(randn(*shape, seed=seed), mask), mask, dim)
+    return run
+
+
+def _empty_slice_is_zero(outputs) -> str | None:
+    out = outputs["output"]
+    if torch.isnan(out).any():
+        return "a slice with no True position gave NaN (0 / 0)"
+    if out[1].abs().max() > 0:
+        return f"a slice with no True position gave {out[1].tolist()}, expected zeros"
+    return None
+
+
+check_masked_mean = Check(
+    id="05.masked_mean",
+    target="mha:masked_mean",
+    lesson="05",
+    cases=[
+        Case("mask=None: the plain mean over dim", lambda f: f(randn(4, 3, 5, seed=501), None, -2),
+             hint="with mask=None, return x.mean(dim=dim)",
+             shape_hint="dim is removed: x (4, 3, 5) averaged over dim=-2 is (4, 5)"),
+        Case("x (6, 3), rows 4 and 5 are padding (and hold 50s)",
+             _mean_case((6, 3), -2, [(4,), (5,)], seed=503), hint=MASKED_HINT),
+        Case("a slice with no real position gives 0, not NaN",
+             _mean_case((2, 4, 3), -2, [(1, 0), (1, 1), (1, 2), (1, 3), (0, 2)], seed=505),
+             hint="divide by the count clamped to at least 1, so an all-padding slice gives 0 "
+                  "instead of 0/0 = NaN",
+             expect=_empty_slice_is_zero),
+        Case("a slice with no real position, values",
+             _mean_case((2, 4, 3), -2, [(1, 0), (1, 1), (1, 2), (1, 3), (0, 2)], seed=505),
+             hint=MASKED_HINT),
+        Case("MSA x (5, 4, 3) averaged over the sequences (dim=-3), ragged padding",
+             _mean_case((5, 4, 3), -3, [(4, 0), (3, 0), (4, 2), (0, 3)], seed=507),
+             hint="the mask has one flag per position, shape x.shape[:-1]; a trailing size-1 "
+                  "axis lets it multiply every channel, and the sums run over `dim`"),
+        Case("batch (2, 3): x (2, 3, 5, 4), dim=-2",
+             _mean_case((2, 3, 5, 4), -2, [(0, 0, 4), (1, 2, 0), (1, 2, 1)], seed=509),
+             hint=MASKED_HINT),
+    ],
+)
+
+
+# ----------------------------------------------------------------------- global attention
+
+SHARED_HINT = ("global attention has ONE key head and ONE value head shared by all query heads: "
+               "linear_k and linear_v map c_in to c (not N_head*c); linear_q keeps N_head*c")
+
+
+def _global(c_in, c, N_head, x_shape, seed, attn_dim=-2, mask=None, loud_padding=False,
+            zero=()):
+    """Run MultiHeadAttention(..., is_global=True) with fixed weights; `zero` names weights set to 0."""
+    def run(cls):
+        module = fill_parameters(cls(c_in, c, N_head, attn_dim=attn_dim, is_global=True), seed)
+        with torch.no_grad():
+            for name in zero:
+                module.get_parameter(name).zero_()
+        x = randn(*x_shape, seed=seed + 1)
+        if loud_padding:
+            x = _with_loud_padding(x, mask, value=4.0)
+        out = module(x, attention_mask=mask)
+        return {"output": out, **parameter_shapes(module)}
+    return run
+
+
+def worked_example(cls):
+    """The lesson's mini example: 3 sequences, q = k = x, v = 2, 4, 6; one head, c = 2.
+
+    The averaged query is [2/3, 2/3]; the scaled scores [0.47, 0.47, 0.94] give weights
+    [0.28, 0.28, 0.44] and the summary 4.33 in channel 0 (4.48 without the 1/sqrt(c)).
+    """
+    module = cls(2, 2, 1, attn_dim=-2, is_global=True).double()
+    with torch.no_grad():
+        for parameter in module.parameters():
+            parameter.zero_()
+        module.linear_q.weight.copy_(torch.eye(2))
+        module.linear_k.weight.copy_(torch.eye(2))
+        module.linear_v.weight.copy_(torch.tensor([[2.0, 4.0], [0.0, 0.0]]))
+        module.linear_o.weight.copy_(torch.eye(2))
+    x = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], dtype=torch.float64)
+    return module(x)
+
+
+def _same_summary_everywhere(outputs) -> str | None:
+    out = outputs["output"]  # (S, R, c_in), attention along S
+    spread = (out - out[:1]).abs().max().item()
+    if spread > 1e-9:
+        return (f"the outputs of different sequences in one column differ by up to {spread:.3g}; "
+                "without a gate they must be identical")
+    return None
+
+
+check_global_attention = Check(
+    id="05.global_attention",
+    target="mha:MultiHeadAttention",
+    lesson="05",
+    cases=[
+        Case("parameters of MultiHeadAttention(6, 4, 3, is_global=True)",
+             lambda cls: parameter_shapes(cls(6, 4, 3, is_global=True)), hint=SHARED_HINT),
+        Case("the worked example: 1 head, c = 2, summary 4.33", worked_example,
+             hint="divide the scores q_mean . k by sqrt(c), c = channels per head (the worked "
+                  "example gives 4.33 with the scale, 4.48 without it)",
+             shape_hint="the output has x's shape: every position along attn_dim receives the "
+                        "summary, (*, L, N_head*c) before linear_o"),
+        Case("columns of an MSA x (5, 3, 8): attn_dim=-3, 2 heads of width 4",
+             _global(8, 4, 2, (5, 3, 8), seed=517, attn_dim=-3),
+             hint="per head h: q_h (from the averaged x) against the shared k, softmax over the "
+                  "L keys, times the shared v; merge the heads in order, then linear_o"),
+        Case("ungated: every sequence of a column receives the same summary",
+             _global(8, 4, 2, (4, 3, 8), seed=515, attn_dim=-3),
+             hint="one query per slice: average over the attended axis first, so every position "
+                  "along it gets the same summary",
+             expect=_same_summary_everywhere),
+        Case("queries switched off (linear_q weight 0): padding keys get no weight",
+             _global(6, 4, 2, (5, 6), seed=511, mask=_padded((5,), [(1,), (4,)]),
+                     zero=("linear_q.weight",)),
+             hint="padding keys must get no weight: pass attention_mask to the attention as a key "
+                  "mask of shape (*, 1, 1, L)"),
+        Case("padding rows (holding 4s) are left out of the averaged query",
+             _global(6, 4, 2, (5, 6), seed=513, mask=_padded((5,), [(3,), (4,)]),
+                     loud_padding=True),
+             hint="the query is linear_q of the MASKED mean of x over the attended axis "
+                  "(masked_mean(x, attention_mask, dim=-2)): padding rows must not shift it"),
+        Case("batch (2,): MSA (2, 4, 3, 6), 3 heads, ragged padding per column",
+             _global(6, 2, 3, (2, 4, 3, 6), seed=519, attn_dim=-3,
+                     mask=_padded((2, 4, 3), [(0, 3, 0), (0, 2, 0), (1, 3, 2), (0, 3, 1)])),
+             hint="leading axes are batch axes; the mask (*, L) after movedim serves both the "
+                  "masked mean and the key mask"),
+        Case("a column that is all padding gives linear_o's bias, not NaN",
+             _global(6, 2, 2, (3, 2, 6), seed=521, attn_dim=-3,
+                     mask=_padded((3, 2), [(0, 1), (1, 1), (2, 1)])),
+             hint="an all-padding slice: masked_mean gives 0 and every key is masked, so the "
+                  "attention output is 0 (no NaN anywhere)"),
+    ],
+)

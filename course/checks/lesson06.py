@@ -1,0 +1,152 @@
+"""Checks for lesson 06 (gating): AlphaFold's output gate, then the full MultiHeadAttention.
+
+The trap this lesson's checks are built against: a check whose cases never exercise the gate
+lets a student who forgot it pass. Here the gate's weights come from `fill_parameters` (random),
+so a gated module computes something else than an ungated one, and targeted probes come first:
+the gate is applied at all, before linear_o, through a sigmoid, from the input x. The mutation
+suite (tests/mutants_l05_06.py) proves each probe catches its bug.
+"""
+from __future__ import annotations
+
+import torch
+
+from course.checks.core import Case, Check
+from course.checks.inputs import fill_parameters, parameter_shapes, randn
+
+GATE_HINT = ("gate = sigmoid(linear_g(x)) from the module's input x (after the movedim), "
+             "multiplied into o channel by channel before linear_o")
+
+
+def _gated(c_in, c, N_head, x_shape, seed, attn_dim=-2, is_global=False, use_bias=False,
+           bias=None, mask=None, set_to=None):
+    """Run a gated MultiHeadAttention with fixed weights; `set_to` overrides some parameters."""
+    def run(cls):
+        module = cls(c_in, c, N_head, attn_dim=attn_dim, gated=True, is_global=is_global,
+                     use_bias_for_embeddings=use_bias)
+        fill_parameters(module, seed)
+        with torch.no_grad():
+            for name, value in (set_to or {}).items():
+                parameter = module.get_parameter(name)
+                parameter.copy_(torch.as_tensor(value, dtype=parameter.dtype).expand_as(parameter))
+        out = module(randn(*x_shape, seed=seed + 1), bias=bias, attention_mask=mask)
+        return {"output": out, **parameter_shapes(module)}
+    return run
+
+
+def _gated_and_ungated(cls):
+    """The same weights (names and shapes decide them) with and without the gate."""
+    x = randn(2, 5, 8, seed=603)
+    gated = fill_parameters(cls(8, 4, 2, gated=True), seed=601)
+    plain = fill_parameters(cls(8, 4, 2, gated=False), seed=601)
+    return {"gated": gated(x), "ungated": plain(x)}
+
+
+def _gate_changes_output(outputs) -> str | None:
+    difference = (outputs["gated"] - outputs["ungated"]).abs().max().item()
+    if difference < 1e-6:
+        return ("the gated module returned the same output as the ungated one "
+                f"(max difference {difference:.1e}): the gate is not applied")
+    return None
+
+
+def _gate_at_initialisation(cls):
+    """A freshly built gated module (no fill_parameters): what linear_g starts from."""
+    module = cls(8, 4, 2, gated=True)
+    return {"linear_g.weight": module.linear_g.weight, "linear_g.bias": module.linear_g.bias}
+
+
+check_gate = Check(
+    id="06.gate",
+    target="mha:MultiHeadAttention",
+    lesson="06",
+    cases=[
+        Case("parameters of MultiHeadAttention(8, 4, 2, gated=True)",
+             lambda cls: parameter_shapes(cls(8, 4, 2, gated=True)),
+             hint="gated=True adds linear_g = nn.Linear(c_in, N_head*c) WITH a bias: one gate "
+                  "per channel of o"),
+        Case("linear_g at initialisation: weight 0, bias 1", _gate_at_initialisation,
+             hint="AlphaFold starts the gate open: linear_g.weight = 0 and linear_g.bias = 1, "
+                  "so every gate starts at sigmoid(1) = 0.73 (not 0.5, not random)"),
+        Case("the gate changes the output", _gated_and_ungated,
+             hint="with gated=True multiply o by sigmoid(linear_g(x)) in forward: with random "
+                  "linear_g weights the output must differ from the ungated module's",
+             expect=_gate_changes_output),
+        Case("values switched off (linear_v weight 0): the output is linear_o's bias",
+             _gated(8, 4, 2, (2, 5, 8), seed=605, set_to={"linear_v.weight": 0.0}),
+             hint="the gate multiplies o (N_head*c channels) BEFORE linear_o, never linear_o's "
+                  "result: with o = 0 the output is linear_o's bias alone"),
+        Case("constant gate logits (linear_g weight 0, bias -3 .. 3)",
+             _gated(8, 4, 2, (2, 5, 8), seed=607,
+                    set_to={"linear_g.weight": 0.0,
+                            "linear_g.bias": torch.linspace(-3.0, 3.0, 8, dtype=torch.float64)}),
+             hint="the gate is sigmoid(linear_g(x)), a number in (0, 1) per channel; without "
+                  "the sigmoid it is an unbounded multiplier"),
+        Case("random gate weights: the gate is computed from x",
+             _gated(8, 4, 2, (2, 5, 8), seed=609),
+             hint="compute the gate from the module's input x, not from the attention output o: "
+                  "it is a branch parallel to the attention. " + GATE_HINT),
+        Case("columns (attn_dim=-3) of x (2, 4, 3, 6), 3 heads of width 2",
+             _gated(6, 2, 3, (2, 4, 3, 6), seed=611, attn_dim=-3), hint=GATE_HINT),
+    ],
+)
+
+
+def _pair_bias(N_head, R, seed):
+    return randn(N_head, R, R, seed=seed, scale=2.0)
+
+
+def _per_sequence_gate(outputs) -> str | None:
+    out = outputs["output"]  # (S, R, c_in); attention along S, sequences 0-2 real in column 0
+    spread = (out[0, 0] - out[1, 0]).abs().max().item()
+    if spread < 1e-6:
+        return ("two real sequences of one column got identical outputs: the shared summary "
+                "was not gated per sequence")
+    return None
+
+
+check_full_module = Check(
+    id="06.full_module",
+    target="mha:MultiHeadAttention",
+    lesson="06",
+    cases=[
+        Case("row attention with pair bias, padding mask and gate: MSA (3, 5, 8), 2 heads",
+             _gated(8, 4, 2, (3, 5, 8), seed=621, bias=_pair_bias(2, 5, seed=623),
+                    mask=torch.tensor([[1, 1, 1, 1, 0], [1, 1, 1, 0, 0], [1, 1, 1, 1, 1]],
+                                      dtype=torch.bool)),
+             hint="row attention (attn_dim=-2): the bias (N_head, R, R) is added to every "
+                  "sequence's scores, the mask hides padded keys, then the gate from x"),
+        Case("column attention (attn_dim=-3) with padding and gate: MSA (2, 5, 3, 6)",
+             _gated(6, 2, 3, (2, 5, 3, 6), seed=625, attn_dim=-3,
+                    mask=torch.ones(2, 5, 3, dtype=torch.bool).index_put_(
+                        (torch.tensor([0, 1, 1]), torch.tensor([4, 3, 4]), torch.tensor([1, 2, 2])),
+                        torch.tensor(False))),
+             hint="attn_dim=-3: forward moves the sequence axis to -2 (x and mask), attends, "
+                  "gates, applies linear_o and moves the axis back"),
+        Case("gated global attention: each sequence gets its own gate",
+             _gated(8, 4, 2, (4, 3, 8), seed=627, attn_dim=-3, is_global=True,
+                    mask=torch.ones(4, 3, dtype=torch.bool).index_put_(
+                        (torch.tensor([3]), torch.tensor([0])), torch.tensor(False))),
+             hint="global attention shares one summary per column, but the gate "
+                  "sigmoid(linear_g(x)) comes from each sequence's own x: gate the global "
+                  "output too, per position",
+             expect=_per_sequence_gate),
+        Case("gated global attention with padding: MSA (2, 4, 3, 8), 2 heads",
+             _gated(8, 4, 2, (2, 4, 3, 8), seed=629, attn_dim=-3, is_global=True,
+                    mask=torch.ones(2, 4, 3, dtype=torch.bool).index_put_(
+                        (torch.tensor([0, 0, 1]), torch.tensor([3, 2, 3]), torch.tensor([0, 0, 2])),
+                        torch.tensor(False))),
+             hint="is_global and gated together: masked-mean query, shared K/V, the summary "
+                  "broadcast to every sequence, then each sequence's gate, then linear_o"),
+        Case("use_bias_for_embeddings=True, global and gated",
+             _gated(6, 3, 2, (4, 2, 6), seed=631, attn_dim=-3, is_global=True, use_bias=True),
+             hint="use_bias_for_embeddings puts a bias on linear_q, linear_k and linear_v, the "
+                  "global single-head linear_k and linear_v included"),
+        Case("use_bias_for_embeddings=True, row attention with pair bias",
+             _gated(6, 3, 2, (2, 4, 6), seed=633, use_bias=True, bias=_pair_bias(2, 4, seed=635)),
+             hint="use_bias_for_embeddings puts a bias on linear_q, linear_k and linear_v; "
+                  "linear_o and linear_g always have one"),
+        Case("positive attn_dim=1 on a batch of MSAs (2, 4, 3, 6)",
+             _gated(6, 2, 2, (2, 4, 3, 6), seed=637, attn_dim=1),
+             hint="attn_dim may be positive: movedim(attn_dim, -2) there, and back at the end"),
+    ],
+)
