@@ -33,7 +33,7 @@ BOS = 0
 VAL_SEQUENCES = 256
 VAL_SEED = 10_000
 # the training recipe of every shipped run (the notebook prints it)
-RECIPE = dict(steps=2500, batch_size=32, lr=1e-2, warmup=100, weight_decay=0.01, grad_clip=1.0)
+RECIPE = dict(steps=1500, batch_size=32, lr=1e-2, warmup=100, weight_decay=0.01, grad_clip=1.0)
 
 
 def model_class():
@@ -262,9 +262,10 @@ def train_all(datasets=DATASETS, variants=VARIANTS, seeds=SEEDS, steps: int = RE
                     m = metrics[key]
                     print(f"{key}: first-token share {m['first_token_share']:.3f}, val loss "
                           f"{m['val_loss']:.4f}, {m['train_seconds']:.0f} s", flush=True)
-        torch.save(checkpoints, checkpoint_path(dataset, folder))
-        metrics_path(dataset, folder).write_text(json.dumps(
-            {"recipe": {**RECIPE, "steps": steps}, "runs": metrics}, indent=1) + "\n")
+                # written after every run, so an interrupted training keeps what it finished
+                torch.save(checkpoints, checkpoint_path(dataset, folder))
+                metrics_path(dataset, folder).write_text(json.dumps(
+                    {"recipe": {**RECIPE, "steps": steps}, "runs": metrics}, indent=1) + "\n")
         all_metrics.update(metrics)
     return all_metrics
 
@@ -294,3 +295,28 @@ def summary(runs: dict, dataset: str, keys=("first_token_share", "gate_mean", "g
             row[key] = (sum(values) / len(values), min(values), max(values)) if values else None
         table[gate] = row
     return table
+
+
+# ------------------------------------------------------------------- the notebook's RETRAIN
+RETRAIN_FOLDER = ROOT / "build" / "lesson07_retrain"
+
+
+def retrain_everything(folder: Path = RETRAIN_FOLDER, threads: int = 2, steps: int | None = None) -> dict:
+    """Train all 24 runs from scratch into `folder` (not data/) and return their metrics."""
+    start = time.perf_counter()
+    train_all(steps=steps or RECIPE["steps"], threads=threads, folder=folder)
+    print(f"retrained everything in {(time.perf_counter() - start) / 60:.1f} min")
+    return load_metrics(folder)
+
+
+def compare_runs(shipped: dict, fresh: dict) -> str:
+    """Shipped vs retrained: mean over seeds of the headline numbers, one line per variant."""
+    lines = [f"{'dataset':8} {'variant':12} {'first-token share':>22} {'val loss':>18}",
+             f"{'':21} {'shipped':>11} {'retrained':>10} {'shipped':>9} {'retrained':>9}"]
+    for dataset in DATASETS:
+        old, new = summary(shipped, dataset), summary(fresh, dataset)
+        for gate in VARIANTS:
+            lines.append(f"{dataset:8} {gate:12} {old[gate]['first_token_share'][0]:>11.3f} "
+                         f"{new[gate]['first_token_share'][0]:>10.3f} "
+                         f"{old[gate]['val_loss'][0]:>9.3f} {new[gate]['val_loss'][0]:>9.3f}")
+    return "\n".join(lines)
