@@ -2,14 +2,14 @@
 
     python scripts/make_toy_msa.py
 
-The table has S = 32 sequences and R = 60 positions (numbered from 1, as biologists do).
+The table has S = 48 sequences and R = 60 positions (numbered from 1, as biologists do).
 - Positions 37 and 54 are coupled: half of the sequences carry L at 37 and V at 54, the other
   half S at 37 and T at 54, never mixed (the source notes' L<->V / S<->T example: a mutation at one
   position is compensated at the other, as for two residues in contact).
 - Positions 12 and 20 are decoys with the same letters in the same proportions (L/S and V/T,
   half each) but shuffled independently: every single column looks like 37 or 54, only the pairing
   across sequences tells the two pairs apart.
-- Every other position keeps a consensus residue, replaced by a random one with probability 0.15.
+- Every other position keeps a consensus residue, replaced by a random one with probability 0.05.
 Python's own `random.Random(seed)` makes the file identical on every machine and version.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ import random
 from pathlib import Path
 
 AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"
-N_SEQUENCES, LENGTH, SEED, MUTATION_RATE = 32, 60, 2021, 0.15
+N_SEQUENCES, LENGTH, SEED, MUTATION_RATE = 48, 60, 2021, 0.05
 COUPLED = {37: "LS", 54: "VT"}   # 1-based position -> (letter of group A, letter of group B)
 DECOYS = {12: "LS", 20: "VT"}
 
