@@ -1,0 +1,159 @@
+"""The widgets in a real browser: JupyterLab 4 + Debian's chromium driven by pip playwright.
+
+One JupyterLab serves two scratch copies of the course (solutions laid over exercises/):
+  good/    as committed, plus a small demo notebook, so the machinery is tested even while no
+           lesson shows widgets yet;
+  broken/  the same, with one callback of course/widgets/base.py broken on purpose: the first
+           control of every widget raises instead of redrawing. The browser test must notice.
+
+Needs /usr/bin/chromium (Debian package `chromium`; .ci/run installs it). Without it these tests
+FAIL with the install command: they never skip.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from course.workspace import solutions_workspace
+from tests import browser
+
+pytestmark = pytest.mark.slow
+
+DEMO_NAME = "98_browser_test_demo.ipynb"
+DEMO_SOURCE = '''\
+import ipywidgets as widgets
+import numpy as np
+from course.widgets.base import live_figure
+
+
+def draw_wave(fig, frequency, phase, shape):
+    ax = fig.subplots()
+    x = np.linspace(0, 2 * np.pi, 200)
+    y = np.sin(frequency * x + phase)
+    ax.plot(x, np.sign(y) if shape == "square" else y)
+    ax.set_xlabel("x")
+    ax.set_ylabel("y")
+
+
+live_figure(draw_wave, {
+    "frequency": widgets.IntSlider(value=2, min=1, max=8, description="frequency"),
+    "phase": widgets.FloatSlider(value=0.0, min=0.0, max=3.0, step=0.1, description="phase"),
+    "shape": widgets.Dropdown(options=["sine", "square"], description="shape"),
+}, "A demo of the browser test: every control redraws the figure.")
+'''
+DEMO_SOURCE_2 = '''\
+def draw_bars(fig, grid, colour, n):
+    ax = fig.subplots()
+    ax.bar(range(n), np.arange(1, n + 1), color=colour)
+    ax.grid(grid)
+    ax.set_xlabel("bar")
+    ax.set_ylabel("height")
+
+
+live_figure(draw_bars, {
+    "grid": widgets.Checkbox(value=False, description="grid"),
+    "colour": widgets.ToggleButtons(options=["tab:blue", "tab:red"], description="colour"),
+    "n": widgets.SelectionSlider(options=[2, 4, 8, 16], value=4, description="bars"),
+}, "A second demo widget: a checkbox, toggle buttons and a selection slider.")
+'''
+
+BASE_CALLBACK = '''    for control in controls.values():
+        control.observe(redraw, names="value")
+'''
+BROKEN_CALLBACK = '''    def broken(_change):  # deliberately broken (tests/test_browser.py): never redraws
+        raise RuntimeError("callback broken on purpose")
+
+    for index, control in enumerate(controls.values()):
+        control.observe(broken if index == 0 else redraw, names="value")
+'''
+
+
+def demo_notebook() -> nbformat.NotebookNode:
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_markdown_cell("# Browser test demo"),
+                      nbformat.v4.new_code_cell("import course_setup  # noqa: F401"),
+                      nbformat.v4.new_code_cell(DEMO_SOURCE),
+                      nbformat.v4.new_code_cell(DEMO_SOURCE_2)]
+    notebook.metadata = {"kernelspec": {"display_name": "Python 3 (ipykernel)",
+                                        "language": "python", "name": "python3"}}
+    return notebook
+
+
+def break_one_callback(workspace: Path) -> None:
+    base = workspace / "course" / "widgets" / "base.py"
+    source = base.read_text()
+    assert BASE_CALLBACK in source, ("course/widgets/base.py no longer wires controls as this "
+                                     "test expects: update BASE_CALLBACK in tests/test_browser.py")
+    base.write_text(source.replace(BASE_CALLBACK, BROKEN_CALLBACK))
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """(browser, url, lesson notebooks with widgets): one chromium and one JupyterLab for all."""
+    root = tmp_path_factory.mktemp("browser")
+    good = solutions_workspace(root / "good")
+    broken = solutions_workspace(root / "broken")
+    break_one_callback(broken)
+    for workspace in (good, broken):
+        nbformat.write(demo_notebook(), workspace / "notebooks" / DEMO_NAME)
+    lessons = [p.name for p in browser.widget_notebooks()]
+    try:
+        with browser.chromium() as chromium, browser.jupyterlab(root) as url:
+            yield chromium, url, lessons
+    except browser.BrowserUnavailable as error:
+        pytest.fail(f"the browser could not start: {error}", pytrace=False)
+
+
+def exercise(served, relative, **options):
+    chromium, url, _ = served
+    result = browser.exercise_notebook(chromium, url, relative, **options)
+    print(result.summary())
+    return result
+
+
+def test_demo_widgets_redraw_when_every_control_moves(served):
+    start = time.perf_counter()
+    result = exercise(served, f"good/notebooks/{DEMO_NAME}")
+    assert result.failures() == []
+    kinds = sorted(c.kind for w in result.widgets for c in w.controls)
+    assert kinds == ["checkbox", "dropdown", "slider", "slider", "slider", "toggle-buttons"]
+    print(f"demo notebook in {time.perf_counter() - start:.1f} s")
+
+
+def test_every_lesson_widget_redraws_when_its_controls_move(served, tmp_path):
+    """Every lesson notebook that shows widgets: run all, move every control, output changes."""
+    lessons = served[2]
+    if not lessons:
+        pytest.skip("no lesson notebook shows widgets yet (the demo test covers the machinery)")
+    failures = []
+    for name in lessons:
+        result = exercise(served, f"good/notebooks/{name}", screenshots=tmp_path)
+        failures += result.failures()
+        assert result.widgets, f"{name} imports widgets but none rendered in the browser"
+        for widget in result.widgets:
+            assert Path(widget.screenshot).stat().st_size > 2000, "empty screenshot"
+    assert not failures, "\n".join(failures)
+
+
+def test_a_broken_callback_fails_the_browser_test(served):
+    """base.py's first control of every widget raises instead of redrawing: each is reported."""
+    result = exercise(served, f"broken/notebooks/{DEMO_NAME}", change_timeout=6)
+    failures = result.failures()
+    assert len(result.widgets) == 2
+    for widget in result.widgets:
+        first, *others = widget.controls
+        assert first.moved and not first.changed, first
+        assert "output it drives did not change" in first.detail
+        assert all(c.ok for c in others), others
+    assert len(failures) == 2, failures
+    assert "'frequency'" in failures[0] and "'grid'" in failures[1]
+
+
+def test_a_missing_browser_fails_with_the_install_command(monkeypatch):
+    monkeypatch.setattr(browser, "CHROMIUM", "/nonexistent/chromium")
+    with pytest.raises(browser.BrowserUnavailable, match="apt-get install -y chromium"):
+        with browser.chromium():
+            pass
