@@ -76,8 +76,9 @@ def alibi_bias(N_head: int, L: int) -> torch.Tensor:
     i - j; |i - j| is the usual extension to attention in both directions.
     """
     positions = torch.arange(L)
-    distance = (positions[:, None] - positions[None, :]).abs().to(torch.float64)  # (L, L)
-    return -alibi_slopes(N_head)[:, None, None] * distance
+    # negated as integers, so the diagonal is 0 rather than -0.0
+    minus_distance = -(positions[:, None] - positions[None, :]).abs()  # (L, L)
+    return alibi_slopes(N_head)[:, None, None] * minus_distance.to(torch.float64)
 
 
 def relative_position_bucket(relative_position: torch.Tensor, bidirectional: bool = True,
@@ -87,8 +88,8 @@ def relative_position_bucket(relative_position: torch.Tensor, bidirectional: boo
     bidirectional: half of the buckets for keys after the query (j > i), half for the rest;
         otherwise (causal) only keys at or before the query get distinct buckets.
     Within each half, the first half of the buckets are exact distances 0, 1, 2, ...; the others
-    cover distances up to `max_distance` on a logarithmic scale, and every distance beyond
-    shares the last bucket.
+    grow logarithmically in width, so that the scale would reach `max_distance` one bucket past
+    the last: the last bucket starts below `max_distance` and takes every distance beyond.
     """
     buckets = torch.zeros_like(relative_position)
     if bidirectional:
