@@ -19,6 +19,7 @@ def split_heads(x: torch.Tensor, N_head: int) -> torch.Tensor:
 
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
     """(*, N_head, L, c) -> (*, L, N_head*c): the inverse of split_heads (heads concatenated)."""
+    # Hint: transpose back to (*, L, N_head, c), then reshape (view fails after a transpose).
     raise NotImplementedError("lesson 03: write merge_heads in exercises/mha.py")
 
 
@@ -88,6 +89,8 @@ class MultiHeadAttention(nn.Module):
 
     def _attention(self, x, bias, attention_mask):
         """x: (*, L, c_in); attention_mask: (*, L) or None. returns (*, L, N_head*c)."""
+        # Hint: project, split_heads, your scaled_dot_product_attention with the bias and the key
+        # Hint: mask attention_mask[..., None, None, :] (shape (*, 1, 1, L)), then merge_heads.
         raise NotImplementedError("lesson 03: write MultiHeadAttention._attention in exercises/mha.py")
 
     def _global_attention(self, x, attention_mask):

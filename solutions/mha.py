@@ -22,6 +22,7 @@ def split_heads(x: torch.Tensor, N_head: int) -> torch.Tensor:
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
     """(*, N_head, L, c) -> (*, L, N_head*c): the inverse of split_heads (heads concatenated)."""
     # BEGIN SOLUTION lesson 03
+    # Hint: transpose back to (*, L, N_head, c), then reshape (view fails after a transpose).
     *batch, N_head, L, c = x.shape
     return x.transpose(-3, -2).reshape(*batch, L, N_head * c)
     # END SOLUTION
@@ -116,6 +117,8 @@ class MultiHeadAttention(nn.Module):
     def _attention(self, x, bias, attention_mask):
         """x: (*, L, c_in); attention_mask: (*, L) or None. returns (*, L, N_head*c)."""
         # BEGIN SOLUTION lesson 03
+        # Hint: project, split_heads, your scaled_dot_product_attention with the bias and the key
+        # Hint: mask attention_mask[..., None, None, :] (shape (*, 1, 1, L)), then merge_heads.
         q = split_heads(self.linear_q(x), self.N_head)  # (*, N_head, L, c)
         k = split_heads(self.linear_k(x), self.N_head)
         v = split_heads(self.linear_v(x), self.N_head)
