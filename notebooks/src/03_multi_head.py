@@ -77,8 +77,9 @@ print("\nright: view(L, N_head, c).transpose(0, 1), head 0 =\n",
       counting.view(L, N_head, c).transpose(0, 1)[0])
 
 # %% [markdown]
-# In the wrong version head 0 holds positions 0 and 1 and only two "positions", each made of a
-# mix of channels; in the right version head 0 holds channels 0–2 of all 4 positions.
+# In the wrong version "head 0" holds all six channels of positions 0 and 1, chopped into four
+# fake positions of 3 numbers, and never sees positions 2 and 3. In the right version head 0
+# holds channels 0–2 of all 4 positions.
 #
 # Write `split_heads` and `merge_heads` in `exercises/mha.py` (keep any leading batch axes `*`).
 # `merge_heads` transposes back and then needs `reshape`, not `view`: after a transpose the
