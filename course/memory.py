@@ -336,3 +336,13 @@ def fit_slope(sizes, values) -> float:
     y = torch.tensor([math.log(v) for v in values], dtype=torch.float64)
     x_centred = x - x.mean()
     return float((x_centred * (y - y.mean())).sum() / (x_centred ** 2).sum())
+
+
+def best_seconds(run: Callable[[], object], repeats: int = 3) -> float:
+    """Shortest wall time of `repeats` calls of run() (the least disturbed by other work)."""
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - start)
+    return best
