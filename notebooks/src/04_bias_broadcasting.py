@@ -374,6 +374,11 @@ plt.show()
 # few sequences. With more sequences that noise shrinks, which is one reason AlphaFold does
 # better on proteins with deep alignments.
 #
+# Think of the MSA as a questionnaire: each sequence is one filled-in answer sheet, each position
+# one question. We are not looking for two answer sheets that look alike; we are looking for two
+# questions whose answers move together across all the sheets. The answer is about positions,
+# the evidence comes from the sequences.
+#
 # Note what the statistic is: `pair_frequencies` in `course/widgets/lesson04.py` averages, **over
 # the sequence axis**, the outer product of two positions' one-hot columns. The result is a
 # feature for every pair of positions (i, j) of shape (R, R, 20, 20). AlphaFold2's "outer product
