@@ -45,7 +45,7 @@ MUTANTS = [
     Mutant("03.multi_head_attention", "mha.py", QKV, QKV.replace("use_bias_for_embeddings", "False"),
            "bias=use_bias_for_embeddings", "q/k/v never get a bias, whatever the flag says"),
     Mutant("03.multi_head_attention", "mha.py", QKV, QKV.replace("use_bias_for_embeddings", "True"),
-           "bias=use_bias_for_embeddings", "q/k/v always get a bias (the 2017 default)"),
+           "bias=use_bias_for_embeddings", "q/k/v always get a bias (BERT's habit)"),
     Mutant("03.multi_head_attention", "mha.py", ATTEND,
            "o = torch.softmax(q @ k.transpose(-2, -1) / self.c ** 0.5, dim=-2) @ v",
            "softmax over the keys", "softmax over the query axis"),

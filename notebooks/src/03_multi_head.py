@@ -356,9 +356,9 @@ print("b_q removed as well, output unchanged:", same(biased(x), reference_out))
 # scores, such as the pair bias of lesson 04. Keeping Q/K/V as pure content projections and
 # putting every prior into that explicit bias is a clean split; many modern language models
 # (LLaMA, for instance) drop these biases too. `linear_o` keeps its bias: its output is added
-# back into the residual stream, where a free offset is useful. The classic Transformer (2017)
-# put a bias on every Linear, which is why `use_bias_for_embeddings` exists and why
-# `nn.MultiheadAttention` defaults to `bias=True`.
+# back into the residual stream, where a free offset is useful. Other well-known models (BERT,
+# for one) do put a bias on every Linear, and `nn.MultiheadAttention` defaults to `bias=True`:
+# that is why `use_bias_for_embeddings` exists, so that you can build both.
 
 # %% [markdown]
 # ## The module as a graph
