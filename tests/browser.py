@@ -251,10 +251,22 @@ def chromium():
 
 # --------------------------------------------------------------------------- JS run in the page
 
-JS_OPEN = """async () => {
+# the notebook panel under test is found by its path and kept as window.__coursePanel
+JS_FIND = """(path) => {
   const app = window.jupyterapp;
-  const panel = app.shell.currentWidget;
-  if (!panel || !panel.sessionContext) return 'no notebook panel';
+  if (!app || !app.shell) return false;
+  for (const widget of app.shell.widgets('main')) {
+    if (widget.context && widget.context.path === path && widget.sessionContext) {
+      window.__coursePanel = widget;
+      app.shell.activateById(widget.id);
+      return true;
+    }
+  }
+  return false;
+}"""
+
+JS_OPEN = """async () => {
+  const panel = window.__coursePanel;
   await panel.context.ready;
   await panel.sessionContext.ready;
   const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
@@ -263,12 +275,17 @@ JS_OPEN = """async () => {
 
 JS_RUN_ALL = """async (timeoutMs) => {
   const app = window.jupyterapp;
-  const panel = app.shell.currentWidget;
+  app.shell.activateById(window.__coursePanel.id);
   await app.commands.execute('notebook:clear-all-cell-outputs');
   const run = app.commands.execute('notebook:run-all-cells');
   const late = new Promise(resolve => setTimeout(() => resolve('timeout'), timeoutMs));
   const result = await Promise.race([run, late]);
   return result === 'timeout' ? 'timeout' : (result === false ? 'stopped' : 'done');
+}"""
+
+JS_SHUTDOWN = """async () => {
+  const panel = window.__coursePanel;
+  if (panel && panel.sessionContext.session) await panel.sessionContext.shutdown();
 }"""
 
 JS_KIND = """(el, selectors) => {
@@ -277,13 +294,13 @@ JS_KIND = """(el, selectors) => {
 }"""
 
 JS_KERNEL_STATUS = """() => {
-  const panel = window.jupyterapp.shell.currentWidget;
+  const panel = window.__coursePanel;
   const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
   return kernel ? kernel.status : 'no kernel';
 }"""
 
 JS_CELLS = """() => {
-  const panel = window.jupyterapp.shell.currentWidget;
+  const panel = window.__coursePanel;
   const cells = panel.content.widgets;
   return cells.map((cell, index) => {
     const model = cell.model;
@@ -426,10 +443,16 @@ def _move(page, kind: str, control) -> None:
 
 
 def _fingerprint(page, root, timeout: float = 10.0):
+    """What the widget shows, its controls left out. A widget of controls only (its output is
+    displayed apart, as with `interactive_output`) is judged by every output of the notebook."""
     selector = ", ".join(CONTROL_SELECTORS.values())
     deadline = time.monotonic() + timeout
     while True:
         value = page.evaluate(JS_FINGERPRINT, [root.element_handle(), selector])
+        if value == "":
+            value = page.evaluate(JS_FINGERPRINT, [page.locator(".jp-Notebook").element_handle(),
+                                                    selector])
+            value = None if value is None else "notebook:" + value
         if value is not None or time.monotonic() > deadline:
             return value
         time.sleep(0.2)
@@ -480,10 +503,9 @@ def exercise_notebook(browser, url: str, relative: str, screenshots: Path | None
     page = browser.new_page(viewport={"width": 1280, "height": 900}, device_scale_factor=1)
     page.set_default_timeout(30_000)
     try:
-        page.goto(f"{url}/lab/tree/{relative}", wait_until="domcontentloaded", timeout=120_000)
-        page.wait_for_function(
-            """() => window.jupyterapp && window.jupyterapp.shell.currentWidget
-                   && window.jupyterapp.shell.currentWidget.sessionContext""", timeout=120_000)
+        # ?reset: a fresh layout, not the one the previous page left in the server's workspace
+        page.goto(f"{url}/lab/tree/{relative}?reset", wait_until="domcontentloaded", timeout=120_000)
+        page.wait_for_function(JS_FIND, arg=relative, timeout=120_000)
         status = page.evaluate(JS_OPEN)
         if status == "no kernel" or status.startswith("no "):
             result.cell_errors.append(f"could not start a kernel ({status})")
@@ -502,6 +524,10 @@ def exercise_notebook(browser, url: str, relative: str, screenshots: Path | None
         result.expected_widgets = len(widget_cells)
         if outcome != "done":
             result.cell_errors.append(f"run all cells: {outcome} ({run_timeout:.0f} s allowed)")
+            if screenshots is not None or os.environ.get("COURSE_BROWSER_DEBUG"):
+                where = Path(screenshots or tempfile.gettempdir()) / f"{Path(relative).stem}_FAILED.png"
+                page.screenshot(path=str(where))
+                result.cell_errors.append(f"the page when it failed: {where}")
 
         # a widget output: an output area whose view is a jupyter widget
         roots = page.locator(".jp-OutputArea-output:has(> .jupyter-widgets)")
@@ -560,6 +586,10 @@ def exercise_notebook(browser, url: str, relative: str, screenshots: Path | None
                     result.cell_errors.append(message + " (after moving controls)")
     finally:
         result.seconds = time.perf_counter() - start
+        try:  # each lesson's kernel holds torch: free it before the next lesson
+            page.evaluate(JS_SHUTDOWN)
+        except Exception:
+            pass
         page.close()
     return result
 

@@ -59,6 +59,15 @@ live_figure(draw_bars, {
     "n": widgets.SelectionSlider(options=[2, 4, 8, 16], value=4, description="bars"),
 }, "A second demo widget: a checkbox, toggle buttons and a selection slider.")
 '''
+# controls and their output displayed apart (ipywidgets.interactive_output), not via live_figure
+DEMO_SOURCE_3 = '''\
+from IPython.display import display
+
+count = widgets.IntSlider(value=3, min=1, max=9, description="count")
+squares = widgets.interactive_output(lambda count: print("squares:", [i * i for i in range(count)]),
+                                     {"count": count})
+display(count, squares)
+'''
 
 BASE_CALLBACK = '''    for control in controls.values():
         control.observe(redraw, names="value")
@@ -76,7 +85,8 @@ def demo_notebook() -> nbformat.NotebookNode:
     notebook.cells = [nbformat.v4.new_markdown_cell("# Browser test demo"),
                       nbformat.v4.new_code_cell("import course_setup  # noqa: F401"),
                       nbformat.v4.new_code_cell(DEMO_SOURCE),
-                      nbformat.v4.new_code_cell(DEMO_SOURCE_2)]
+                      nbformat.v4.new_code_cell(DEMO_SOURCE_2),
+                      nbformat.v4.new_code_cell(DEMO_SOURCE_3)]
     notebook.metadata = {"kernelspec": {"display_name": "Python 3 (ipykernel)",
                                         "language": "python", "name": "python3"}}
     return notebook
@@ -119,7 +129,8 @@ def test_demo_widgets_redraw_when_every_control_moves(served):
     result = exercise(served, f"good/notebooks/{DEMO_NAME}")
     assert result.failures() == []
     kinds = sorted(c.kind for w in result.widgets for c in w.controls)
-    assert kinds == ["checkbox", "dropdown", "slider", "slider", "slider", "toggle-buttons"]
+    assert kinds == ["checkbox", "dropdown", "slider", "slider", "slider", "slider", "toggle-buttons"]
+    assert len(result.widgets) == 4  # two live figures, a slider and the Output it drives
     print(f"demo notebook in {time.perf_counter() - start:.1f} s")
 
 
@@ -142,12 +153,13 @@ def test_a_broken_callback_fails_the_browser_test(served):
     """base.py's first control of every widget raises instead of redrawing: each is reported."""
     result = exercise(served, f"broken/notebooks/{DEMO_NAME}", change_timeout=6)
     failures = result.failures()
-    assert len(result.widgets) == 2
-    for widget in result.widgets:
+    assert len(result.widgets) == 4
+    for widget in result.widgets[:2]:  # the live figures; the interactive_output one still works
         first, *others = widget.controls
         assert first.moved and not first.changed, first
         assert "output it drives did not change" in first.detail
         assert all(c.ok for c in others), others
+    assert all(c.ok for w in result.widgets[2:] for c in w.controls)
     assert len(failures) == 2, failures
     assert "'frequency'" in failures[0] and "'grid'" in failures[1]
 
