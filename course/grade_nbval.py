@@ -60,6 +60,25 @@ def _message(report, call) -> str:
 
 
 @pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    """Keep hold of the kernel's process: nbval drops its manager when it stops a kernel."""
+    try:
+        item._grade_kernel = item.parent.kernel.km.provisioner.process
+    except AttributeError:
+        item._grade_kernel = None
+    yield
+
+
+def _kernel_exit(item):
+    """The kernel's exit code if it is gone after this cell (-9: nbval killed it), else None."""
+    process = getattr(item, "_grade_kernel", None)
+    try:
+        return None if process is None else process.poll()
+    except Exception:  # noqa: BLE001
+        return None
+
+
+@pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
@@ -78,6 +97,7 @@ def pytest_runtest_makereport(item, call):
         "message": _message(report, call),
         "outputs": _outputs(item) if call.when == "call" else [],
         "seconds": round(call.duration, 3),
+        "kernel_exit": _kernel_exit(item) if call.when == "call" else None,
     }
     _log.write(json.dumps(record) + "\n")
     _log.flush()
