@@ -112,5 +112,38 @@ def test_blow_up_on_cuda_stops_at_out_of_memory_or_a_limit():
         assert all(p > 0 for p in run.peaks)
 
 
+def test_blow_up_loop_catches_out_of_memory_with_a_pretend_gpu(monkeypatch):
+    """The CUDA branch's control flow, on the CPU: a fake card that runs out above 1 MB."""
+    capacity, allocated, peak = 1_000_000, [0], [0]
+
+    def fake_inputs(method, R, H, S, c, device="cpu", **kwargs):
+        if torch.device(device).type != "cuda":  # the meta prediction itself
+            return make_inputs(method, R, H, S, c, device=device, **kwargs)
+        tensors = make_inputs(method, R, H, S, c)
+        need = sum(t.numel() * 4 for t in tensors) + (predict_peak_bytes(method, R, H, S, c))
+        if need > capacity:
+            raise torch.cuda.OutOfMemoryError("pretend card is full")
+        allocated[0] = sum(t.numel() * 4 for t in tensors)
+        peak[0] = need
+        return tensors
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda *a: None)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda *a: None)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda *a: allocated[0])
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda *a: peak[0])
+    monkeypatch.setattr(memory, "make_inputs", fake_inputs)
+    lines = []
+    runs = memory.blow_up_cuda(methods=("naive", "global"), R=2, H=2, c=4, S_start=16,
+                               factor=2, S_max=4096, log=lines.append)
+    naive, glob = runs["naive"], runs["global"]
+    assert naive.out_of_memory_at is not None and naive.out_of_memory_at > naive.sizes[-1]
+    assert "OutOfMemoryError" in naive.stopped
+    assert naive.peaks == [predict_peak_bytes("naive", 2, 2, S, 4) for S in naive.sizes]
+    assert glob.sizes[-1] > naive.sizes[-1]  # linear memory goes further
+    assert any("OutOfMemoryError" in line for line in lines)
+
+
 def test_methods_registry():
     assert set(METHODS) == {"naive", "chunked", "global", "sdpa"}
