@@ -454,6 +454,23 @@ def judge_cell(cell: CheckCell, record: dict | None, n_cases: dict[str, int],
     return results
 
 
+def why_failed(record: dict) -> str:
+    """One line on why a (non-check) cell failed."""
+    message = record.get("message") or ""
+    errors = [o for o in record.get("outputs", []) if o["type"] == "error"]
+    if kernel_died(record):
+        return f"the kernel died (exit code {record['kernel_exit']})"
+    if "Timeout of" in message:
+        return "ran past the per-cell time limit"
+    if errors:
+        first = errors[0]["evalue"].strip().splitlines()
+        return f"{errors[0]['ename']}: {first[0] if first else ''}"
+    if "Cell outputs differ" in message:
+        return "its outputs differ from the committed notebook's (strict nbval)"
+    lines = message.strip().splitlines()
+    return lines[-1] if lines else record.get("outcome", "failed")
+
+
 def kernel_died(record: dict) -> bool:
     """The kernel exited by itself during this cell (exit code -9 is nbval killing it)."""
     code = record.get("kernel_exit")
@@ -569,9 +586,7 @@ def grade_student(name: str, folder: Path, pristine: Path, plan: list[Lesson],
         check_cells = {cell.cell for cell in lesson.cells}
         for number, record in sorted(mine.items()):
             if number not in check_cells and record["outcome"] != "passed":
-                first = (record.get("message") or "").strip().splitlines()
-                other_failed.append(f"{lesson.notebook} code cell {number}: "
-                                    f"{first[-1] if first else record['outcome']}")
+                other_failed.append(f"{lesson.notebook} code cell {number}: {why_failed(record)}")
         for cell in lesson.cells:
             record = mine.get(cell.cell)
             verdicts = judge_cell(cell, record, n_cases, junit.get((lesson.notebook, cell.cell)))

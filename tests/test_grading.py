@@ -258,6 +258,33 @@ def test_handout_has_no_solutions_and_working_checks(tmp_path):
     assert blocked.returncode != 0  # nothing in the handout to import
 
 
+def test_a_check_passes_only_on_its_own_pass_line():
+    from course.grade import CheckCell, judge_cell
+
+    cell = CheckCell("02_x.ipynb", 4, ["02.a", "02.b"])
+    cases = {"02.a": 3, "02.b": 2}
+
+    def record(stdout="", error=None):
+        outputs = [{"type": "stream", "name": "stdout", "text": stdout}]
+        if error:
+            outputs.append({"type": "error", "ename": "CheckFailed", "evalue": error})
+        return {"outputs": outputs, "message": "", "kernel_exit": None}
+
+    both = record("debug print\nPASS 02.a (3 cases)\nPASS 02.b (2 cases)\n")
+    assert {c: ok for c, (ok, _) in judge_cell(cell, both, cases, None).items()} == {
+        "02.a": True, "02.b": True}  # extra printing costs nothing
+    second = judge_cell(cell, record("PASS 02.a (3 cases)\n", "FAIL 02.b, case 'x':\n ..."),
+                        cases, None)
+    assert second["02.a"][0] and not second["02.b"][0]
+    forged = judge_cell(cell, record("PASS 02.a (3 cases)\n", "FAIL 02.a, case 'x':\n ..."),
+                        cases, None)  # the student's code printed the line, then the check failed
+    assert not forged["02.a"][0] and forged["02.b"][1].startswith("not run")
+    wrong_count = judge_cell(cell, record("PASS 02.a (1 cases)\nPASS 02.b (2 cases)\n"), cases, None)
+    assert not wrong_count["02.a"][0]
+    crashed = judge_cell(cell, {**record(), "kernel_exit": 3}, cases, None)
+    assert "kernel died" in crashed["02.a"][1]
+
+
 def test_lessons_option_and_points_file(tmp_path):
     from course.grade import load_points, parse_lessons
 
