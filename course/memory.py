@@ -27,6 +27,7 @@ student writes lives in exercises/mha.py.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import time
@@ -177,14 +178,11 @@ def predicted_need(method: str, R: int, H: int, S: int, c: int, dtype=torch.floa
     return input_bytes(method, R, H, S, c, dtype) + predict_peak_bytes(method, R, H, S, c, dtype)
 
 
-def predicted_wall(method: str, capacity_bytes: float, R: int, H: int, c: int,
-                   dtype=torch.float32) -> int:
-    """Largest S whose inputs plus predicted peak fit in `capacity_bytes`: where the card runs out.
+@functools.lru_cache(maxsize=64)
+def need_quadratic(method: str, R: int, H: int, c: int, dtype=torch.float32):
+    """(a, b, d) with need(S) = a·S² + b·S + d, exact through predictions at S = 256, 512, 1024.
 
-    Every tensor here has S or S² numbers, so the need is a quadratic a·S² + b·S + d: fitted
-    exactly through three predictions on meta, solved for the capacity, then confirmed with
-    predictions right at the answer. (It says nothing of what else the card holds: weights, the
-    rest of the network, the CUDA context.)
+    Every tensor of these methods holds S or S² numbers, so three points determine the need.
     """
     points = [256, 512, 1024]
     needs = [predicted_need(method, R, H, S, c, dtype) for S in points]
@@ -194,6 +192,18 @@ def predicted_wall(method: str, capacity_bytes: float, R: int, H: int, c: int,
     a = (slope_2 - slope_1) / (points[2] - points[0])
     b = slope_1 - a * (points[0] + points[1])
     d = needs[0] - a * points[0] ** 2 - b * points[0]
+    return a, b, d
+
+
+def predicted_wall(method: str, capacity_bytes: float, R: int, H: int, c: int,
+                   dtype=torch.float32) -> int:
+    """Largest S whose inputs plus predicted peak fit in `capacity_bytes`: where the card runs out.
+
+    Solves the quadratic of `need_quadratic` for the capacity, then confirms the answer with
+    predictions on meta right at it. (It says nothing of what else the card holds: weights, the
+    rest of the network, the CUDA context.)
+    """
+    a, b, d = need_quadratic(method, R, H, c, dtype)
     if a > 0:
         S = int((-b + math.sqrt(b * b - 4 * a * (d - capacity_bytes))) / (2 * a))
     else:
