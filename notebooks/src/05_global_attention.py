@@ -369,10 +369,11 @@ print("memory slopes, rounded:",
 
 # %% [markdown]
 # The memory slopes come out at 2 and 1 (the allocations are the same on every machine). The time
-# slopes are rougher: near 2 and 1, often somewhat above, because once the tensors outgrow the
-# CPU's caches every number costs more to move, and other programs on the machine add noise
-# (fixed overheads pull the smallest sizes the other way). Memory is the cleaner witness of the
-# S² vs. S law; compute follows the same law, just less tidily.
+# slopes are rougher. On a quiet machine they land near 2 and 1; they come out higher when the
+# S × S tensors outgrow the CPU's caches and other programs compete for memory bandwidth (the
+# busy machine that built this notebook measured a plain slope between 2 and 3), and fixed
+# overheads pull the smallest sizes the other way. Memory is the cleaner witness of the S² vs. S
+# law; time follows the same law, less tidily.
 #
 # ## 7. The memory blow-up
 #
