@@ -29,7 +29,6 @@ import argparse
 import csv
 import io
 import json
-import os
 import re
 import shutil
 import subprocess
