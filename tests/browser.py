@@ -12,8 +12,9 @@ What it does, per lesson notebook that shows widgets:
      notebook, clears its stored outputs and runs all cells (reporting any cell that errors);
   4. finds every widget output and every control in it (sliders, checkboxes, dropdowns, toggle
      and radio buttons, number boxes), moves each one like a user would (a slider is dragged with
-     the mouse), and asserts that the output it drives changed: the bytes of the widget's images,
-     or the text of its Output/HTML parts. The control's own readout does not count;
+     the mouse; its track must be long enough for a person to use), and asserts that the output
+     it drives changed: the bytes of the widget's images, or the text of its Output/HTML parts
+     (the control's own readout does not count);
   5. saves a screenshot of each widget as first rendered (small PNG), if asked.
 
 The browser is never downloaded (`playwright install` cannot work on a closed network): without
@@ -55,7 +56,8 @@ INSTALL_HINT = (
     "(.ci/run does this on CI; set COURSE_CHROMIUM=/path/to/chromium to use another binary.)"
 )
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
-WIDGET_IMPORT = re.compile(r"^\s*(from|import)\s+(ipywidgets|course\.widgets)\b", re.MULTILINE)
+MIN_TRACK_PX = 80  # a slider shorter than this (controls squeezed into one row) is unusable
+WIDGET_IMPORT = re.compile(r"^\s*(from|import)\s+ipywidgets\b", re.MULTILINE)
 
 # user settings for the test's JupyterLab: render every cell, never fetch news or updates
 LAB_SETTINGS = {
@@ -138,18 +140,24 @@ class NotebookResult:
 
 # ------------------------------------------------------------------------------------ notebooks
 
-def uses_widgets(path: Path) -> bool:
-    """True if the notebook imports widgets or holds a widget output."""
+def stored_widgets(path: Path) -> int:
+    """How many widget outputs the committed notebook holds (it was run against the solutions)."""
     notebook = json.loads(Path(path).read_text())
-    for cell in notebook.get("cells", []):
-        if cell.get("cell_type") != "code" or "colab" in cell.get("metadata", {}).get("tags", []):
-            continue
-        if WIDGET_IMPORT.search("".join(cell.get("source", []))):
-            return True
-        for output in cell.get("outputs", []):
-            if WIDGET_MIME in output.get("data", {}):
-                return True
-    return False
+    return sum(WIDGET_MIME in output.get("data", {})
+               for cell in notebook.get("cells", []) if cell.get("cell_type") == "code"
+               for output in cell.get("outputs", []))
+
+
+def uses_widgets(path: Path) -> bool:
+    """True if the notebook shows widgets: it holds widget outputs, or imports ipywidgets.
+
+    Importing course.widgets is not enough: a lesson may only use a module's compute functions."""
+    if stored_widgets(path):
+        return True
+    notebook = json.loads(Path(path).read_text())
+    return any(cell.get("cell_type") == "code" and WIDGET_IMPORT.search("".join(cell.get("source", [])))
+               and "colab" not in cell.get("metadata", {}).get("tags", [])
+               for cell in notebook.get("cells", []))
 
 
 def widget_notebooks(folder: Path = ROOT / "notebooks", prefixes=()) -> list[Path]:
@@ -386,9 +394,11 @@ def _drag_slider(page, control) -> None:
     if hbox is None or tbox is None:
         raise RuntimeError("slider has no visible handle")
     length = tbox["height"] if control.locator(".noUi-vertical").count() else tbox["width"]
-    if length < 40:
-        raise RuntimeError(f"its track is {length:.0f} px long: too short to drag "
-                           "(do the controls overflow their row?)")
+    if os.environ.get("COURSE_BROWSER_DEBUG"):
+        print(f"    slider track {length:.0f} px")
+    if length < MIN_TRACK_PX:
+        raise RuntimeError(f"its track is {length:.0f} px long, under {MIN_TRACK_PX} px: too short "
+                           "for a person to set a value (do the controls overflow their row?)")
     vertical = control.locator(".noUi-vertical").count() > 0
     x, y = hbox["x"] + hbox["width"] / 2, hbox["y"] + hbox["height"] / 2
     if vertical:
