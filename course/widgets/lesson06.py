@@ -57,9 +57,10 @@ def draw_gate(fig, **logits) -> None:
 
 
 def gate_explorer(n_channels: int = N_CHANNELS) -> widgets.VBox:
+    # vertical, like the faders of a mixing desk: four of them fit side by side at full length
     controls = {f"g{i}": widgets.FloatSlider(value=AF2_INITIAL_LOGIT, min=-8.0, max=8.0, step=0.5,
-                                             description=f"logit {i}",
-                                             layout=widgets.Layout(width="220px"))
+                                             description=f"logit {i}", orientation="vertical",
+                                             readout_format=".1f")
                 for i in range(n_channels)}
     return live_figure(draw_gate, controls,
                        "Each slider is one channel's gate logit (AF2 starts them all at 1, dashed "
