@@ -38,8 +38,9 @@ reference: $(STAMP)
 	$(BIN)/python -m course.reference --record $(ONLY)
 
 # Grade a class: every subfolder of SUBMISSIONS is one student's exercises/ (or course copy).
+# Optional: JOBS=2 (students in parallel), LESSONS=00-02 (a subset). See docs/instructors.md.
 grade: $(STAMP)
-	$(BIN)/python -m course.grade --submissions "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS))
+	$(BIN)/python -m course.grade --submissions "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(LESSONS),--lessons $(LESSONS))
 
 # The student release: the course without solutions/, checks working from recorded results.
 handout: $(STAMP)

@@ -60,6 +60,14 @@ def test_check_cells_fail_on_untouched_stubs(stubs_copy, notebook):
         assert "exercises/" in errors[0].evalue
 
 
+def test_one_check_per_check_cell():
+    """The grader gives points per check cell; a first failing check would hide a second one."""
+    for path in NOTEBOOKS:
+        for cell in cells_tagged(jupytext.read(path), "check"):
+            calls = re.findall(r"\b(check_\w+)\(", cell.source)
+            assert len(calls) == 1, f"{path.name}: a check cell calls {calls}"
+
+
 def test_every_check_runs_in_a_check_cell():
     called = set()
     for path in NOTEBOOKS:

@@ -56,10 +56,15 @@ torch.set_printoptions(precision=4, sci_mode=False)
 # Write `causal_mask(n)` and `padding_mask(lengths, max_len)` in `exercises/attention.py`.
 
 # %% tags=["check"]
-from course.checks.lesson02 import check_causal_mask, check_padding_mask
-from exercises.attention import causal_mask, padding_mask
+from course.checks.lesson02 import check_causal_mask
+from exercises.attention import causal_mask
 
 check_causal_mask(causal_mask)
+
+# %% tags=["check"]
+from course.checks.lesson02 import check_padding_mask
+from exercises.attention import padding_mask
+
 check_padding_mask(padding_mask)
 
 # %%
@@ -119,10 +124,15 @@ print("-1e8 in float16:", torch.tensor(-1e8).half().item(), "  float16 min:", to
 # each (query, key) pair, such as a relative-position term or AlphaFold's pair bias (lesson 04).
 
 # %% tags=["check"]
-from course.checks.lesson02 import check_attention_forward, check_attention_weights
-from exercises.attention import attention_weights, scaled_dot_product_attention
+from course.checks.lesson02 import check_attention_weights
+from exercises.attention import attention_weights
 
 check_attention_weights(attention_weights)
+
+# %% tags=["check"]
+from course.checks.lesson02 import check_attention_forward
+from exercises.attention import scaled_dot_product_attention
+
 check_attention_forward(scaled_dot_product_attention)
 
 # %% [markdown]

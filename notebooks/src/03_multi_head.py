@@ -86,10 +86,15 @@ print("\nright: view(L, N_head, c).transpose(0, 1), head 0 =\n",
 # channels of one position are no longer adjacent in memory.
 
 # %% tags=["check"]
-from course.checks.lesson03 import check_merge_heads, check_split_heads
-from exercises.mha import merge_heads, split_heads
+from course.checks.lesson03 import check_split_heads
+from exercises.mha import split_heads
 
 check_split_heads(split_heads)
+
+# %% tags=["check"]
+from course.checks.lesson03 import check_merge_heads
+from exercises.mha import merge_heads
+
 check_merge_heads(merge_heads)
 
 # %% [markdown]
