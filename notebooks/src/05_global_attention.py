@@ -131,7 +131,8 @@ cost_row("plain column attention, S = 1024", H * R * 1024 * 1024)
 cost_row("plain column attention, S = 5120", H * R * 5120 * 5120)
 cost_row("  ... S = 5120, 4 columns at a time", H * 4 * 5120 * 5120)
 cost_row("global column attention, S = 5120", H * R * 1 * 5120)
-print("ratio plain / global at S = 5120:", (H * R * 5120 * 5120) // (H * R * 5120))
+print("ratio plain / global at S = 5120:", (H * R * 5120 * 5120) // (H * R * 5120),
+      "  ratio S = 5120 / S = 512 (plain):", (5120 * 5120) // (512 * 512))
 
 # %% [markdown]
 # Two corrections to how this table is often told (including in this course's source notes):
