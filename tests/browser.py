@@ -477,6 +477,21 @@ def _wait_idle(page, timeout: float = 60.0) -> str:
     return status
 
 
+def _settled_fingerprint(page, root, timeout: float = 15.0):
+    """The fingerprint once the kernel is idle and it stays the same for half a second, so that
+    late redraws of the previous control are not credited to the next one."""
+    deadline = time.monotonic() + timeout
+    last = _fingerprint(page, root)
+    while time.monotonic() < deadline:
+        _wait_idle(page, timeout=max(1.0, deadline - time.monotonic()))
+        time.sleep(0.5)
+        now = _fingerprint(page, root)
+        if now is not None and now == last:
+            return now
+        last = now
+    return last
+
+
 def _wait_change(page, root, before: str, timeout: float) -> str | None:
     """The new fingerprint once it differs from `before` and has settled, or None on timeout."""
     deadline = time.monotonic() + timeout
@@ -565,7 +580,7 @@ def exercise_notebook(browser, url: str, relative: str, screenshots: Path | None
                 kind = control.evaluate(JS_KIND, CONTROL_SELECTORS)
                 outcome = ControlResult(kind=kind, label=_control_label(control))
                 widget.controls.append(outcome)
-                before = _fingerprint(page, root)
+                before = _settled_fingerprint(page, root)
                 value_before = _readout(control)
                 try:
                     _move(page, kind, control)
