@@ -37,9 +37,14 @@ def live_figure(draw: Callable[..., None], controls: dict[str, widgets.ValueWidg
                                  **{name: c.value for name, c in controls.items()})
 
     for control in controls.values():
+        control.style.description_width = "initial"  # full labels, not "temperat..."
+        if getattr(control, "orientation", "horizontal") == "horizontal":
+            control.layout.min_width = "280px"  # a usable track; the row wraps instead
+    for control in controls.values():
         control.observe(redraw, names="value")
     redraw()
     caption_line = widgets.HTML(f"<i>{caption}</i>")
-    box = widgets.VBox([widgets.HBox(list(controls.values())), image, caption_line])
+    row = widgets.HBox(list(controls.values()), layout=widgets.Layout(flex_flow="row wrap"))
+    box = widgets.VBox([row, image, caption_line])
     box.redraw = redraw  # lets tests trigger a draw without a front end
     return box
