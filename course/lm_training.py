@@ -13,6 +13,7 @@ The shipped checkpoints (float16 state dicts) and metrics in data/lesson07/ come
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import time
@@ -108,6 +109,7 @@ class DocstringText:
         return "".join("^" if int(t) == BOS else self.vocab[int(t)] for t in tokens)
 
 
+@functools.lru_cache(maxsize=2)
 def load_dataset(name: str):
     return BigramBackcopy() if name == "bb" else DocstringText()
 
@@ -149,8 +151,10 @@ def train(dataset, gate: str, seed: int, steps: int = RECIPE["steps"], threads: 
     bar = tqdm(range(steps), desc=f"{gate:>11} seed {seed}", disable=not progress,
                mininterval=2.0, leave=False)
     model.train()
+    # every training batch drawn at once: one vectorised draw is much cheaper than one per step
+    stream = dataset.sample(steps * recipe["batch_size"], generator).view(steps, recipe["batch_size"], -1)
     for step in bar:
-        loss = lm_loss(model, dataset.sample(recipe["batch_size"], generator))
+        loss = lm_loss(model, stream[step])
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), recipe["grad_clip"])
@@ -236,18 +240,18 @@ def run_key(dataset: str, gate: str, seed: int) -> str:
     return f"{dataset}/{gate}/seed{seed}"
 
 
-def checkpoint_path(dataset: str, folder: Path = DATA) -> Path:
-    return Path(folder) / f"checkpoints_{dataset}.pt"
+def checkpoint_path(dataset: str, folder: Path | None = None) -> Path:
+    return Path(folder or DATA) / f"checkpoints_{dataset}.pt"
 
 
-def metrics_path(dataset: str, folder: Path = DATA) -> Path:
-    return Path(folder) / f"metrics_{dataset}.json"
+def metrics_path(dataset: str, folder: Path | None = None) -> Path:
+    return Path(folder or DATA) / f"metrics_{dataset}.json"
 
 
 def train_all(datasets=DATASETS, variants=VARIANTS, seeds=SEEDS, steps: int = RECIPE["steps"],
-              threads: int = 2, folder: Path = DATA, progress: bool = True) -> dict:
+              threads: int = 2, folder: Path | None = None, progress: bool = True) -> dict:
     """Train every run, write checkpoints_<dataset>.pt and metrics_<dataset>.json to `folder`."""
-    folder = Path(folder)
+    folder = Path(folder or DATA)
     folder.mkdir(parents=True, exist_ok=True)
     all_metrics = {}
     for dataset in datasets:
@@ -270,7 +274,7 @@ def train_all(datasets=DATASETS, variants=VARIANTS, seeds=SEEDS, steps: int = RE
     return all_metrics
 
 
-def load_metrics(folder: Path = DATA) -> dict:
+def load_metrics(folder: Path | None = None) -> dict:
     """Shipped metrics of every run, by run_key."""
     runs = {}
     for dataset in DATASETS:
@@ -278,8 +282,15 @@ def load_metrics(folder: Path = DATA) -> dict:
     return runs
 
 
-def load_checkpoint(dataset: str, gate: str, seed: int, folder: Path = DATA):
-    stored = torch.load(checkpoint_path(dataset, folder), weights_only=True)[run_key(dataset, gate, seed)]
+@functools.lru_cache(maxsize=4)
+def _checkpoint_file(path: Path, modified: float) -> dict:
+    return torch.load(path, weights_only=True)
+
+
+def load_checkpoint(dataset: str, gate: str, seed: int, folder: Path | None = None):
+    """A shipped (or retrained, with `folder`) model, float32, in eval mode."""
+    path = checkpoint_path(dataset, folder)
+    stored = _checkpoint_file(path, path.stat().st_mtime)[run_key(dataset, gate, seed)]
     return load_model(stored["config"], stored["state"])
 
 
