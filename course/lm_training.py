@@ -34,7 +34,7 @@ BOS = 0
 VAL_SEQUENCES = 256
 VAL_SEED = 10_000
 # the training recipe of every shipped run (the notebook prints it)
-RECIPE = dict(steps=1500, batch_size=32, lr=1e-2, warmup=100, weight_decay=0.01, grad_clip=1.0)
+RECIPE = dict(steps=2500, batch_size=32, lr=1e-2, warmup=100, weight_decay=0.01, grad_clip=1.0)
 
 
 def model_class():

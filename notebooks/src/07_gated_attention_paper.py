@@ -111,6 +111,7 @@ from exercises.tiny_lm import TinyLM
 for gate in ("none", "elementwise", "headwise", "static"):
     model = TinyLM(vocab_size=28, gate=gate)
     print(f"{gate:>12}: {sum(p.numel() for p in model.parameters()):,} parameters")
+print({k: v for k, v in model.config.items() if k != "gate"})
 
 # %% [markdown]
 # ## Two datasets
@@ -136,6 +137,8 @@ print(bb.decode(sample))
 print("".join("|" if c else " " for c in bb.copy_positions(sample[None])[0]))
 print(f"copy positions in the validation set: {int(bb.copy_positions(lm.validation_tokens(bb)).sum())}"
       f" of {lm.VAL_SEQUENCES * (lm.SEQ_LEN - 1)} predictions")
+print(f"docstring corpus: {len(text.train_ids) + len(text.val_ids):,} characters, "
+      f"{text.vocab_size - 1} distinct, 90 % for training")
 print(repr(text.decode(text.sample(1, torch.Generator().manual_seed(3))[0])))
 
 # %% [markdown]
@@ -179,16 +182,15 @@ print(f"uniform attention: first-token share {sum(1 / (i + 1) for i in range(1, 
 # %%
 def show_table(dataset):
     table = lm.summary(runs, dataset)
-    print(f"{'variant':>12} | {'first-token share':>20} | {'gate mean':>9} | {'gates < 0.1':>11} |"
+    print(f"{'variant':>12} | {'first-token share':>17} | {'gate mean':>9} | {'gates < 0.1':>11} |"
           f" {'max |h|':>7} | {'val loss':>8} | {'copy acc':>8}")
     for gate, row in table.items():
-        share = row["first_token_share"]
         def mean(key, fmt):
-            return format(row[key][0], fmt) if row[key] else "-"
-        print(f"{gate:>12} | {share[0]:.2f} [{share[1]:.2f}, {share[2]:.2f}] ".rjust(35)
-              + f"| {mean('gate_mean', '9.2f')} | {mean('gate_below_0.1', '11.2f')} |"
-              f" {mean('max_activation', '7.0f')} | {mean('val_loss', '8.3f')} |"
-              f" {mean('copy_accuracy', '8.3f')}")
+            return format(row[key][0], fmt) if row[key] else "-".rjust(int(fmt.split(".")[0]))
+        share = "{:.2f} [{:.2f}, {:.2f}]".format(*row["first_token_share"])
+        print(f"{gate:>12} | {share:>17} | {mean('gate_mean', '9.2f')} |"
+              f" {mean('gate_below_0.1', '11.2f')} | {mean('max_activation', '7.0f')} |"
+              f" {mean('val_loss', '8.3f')} | {mean('copy_accuracy', '8.3f')}")
 
 
 print("Bigram-Backcopy: mean over 3 seeds [min, max]")
@@ -231,6 +233,20 @@ for gate in ("none", "elementwise"):
     maps[gate] = record["weights"][0][0, head]
     print(f"{gate:>12}: layer 0, head {head}, share on BOS {shares[head]:.2f}")
 plots.attention_maps(maps, "layer 0, head with the largest BOS share");
+
+# %% [markdown]
+# A head whose gate is shut passes almost nothing on, whatever its attention weights are. So
+# for a gated model the share on BOS only tells half the story. Per head of layer 0, here are the
+# share on BOS next to the mean gate score of that head (G1 elementwise, Bigram-Backcopy, seed 0):
+
+# %%
+model = lm.load_checkpoint("bb", "elementwise", seed=0)
+with torch.no_grad():
+    _, record = model(lm.validation_tokens(bb), details=True)
+bos_share = record["weights"][0][:, :, 1:, 0].mean(dim=(0, 2))
+gate_mean = record["gate_scores"][0][:, 1:].mean(dim=(0, 1, 3))
+for head in range(4):
+    print(f"layer 0, head {head}: share on BOS {bos_share[head]:.2f}, mean gate {gate_mean[head]:.2f}")
 
 # %% [markdown]
 # ## Claim (b): sparse, query-dependent gate scores
@@ -326,19 +342,24 @@ print(f"head 0: {gated.shape[0]} tokens x {gated.shape[1]} channels, rank "
 # ## Claim (d) and the rest: side by side with the paper
 #
 # The paper's figures, from its 15B MoE runs unless said otherwise, next to ours: the mean of 3
-# seeds, G1 elementwise against the baseline. The last column applies a stated rule to our
-# numbers. *Direction* means the effect has the paper's sign and every gated seed beats every
-# baseline seed.
+# seeds, G1 elementwise against the baseline. The last column applies one rule to our numbers:
+# *yes* when every gated seed is below every baseline seed (then by how much, on the means),
+# *no (within seed noise)* when only the means are in the paper's direction. For the gate scores, *yes*
+# means a mean below 0.2. Our perplexity is per character, theirs per token: compare directions,
+# not values.
 
 # %%
 bb_table, text_table = lm.summary(runs, "bb"), lm.summary(runs, "text")
 
 
-def verdict_lower(table, key, factor=1.0):
+def verdict_lower(table, key):
+    """Our rule: 'yes' when every gated seed is below every baseline seed; then by how much."""
     base, gated = table["none"][key], table["elementwise"][key]
-    if gated[2] * factor < base[1]:
-        return "yes" if factor > 1 else "yes (direction)"
-    return "within seed noise" if gated[0] < base[0] else "no"
+    if gated[2] < base[1]:
+        if key == "val_loss":
+            return f"yes, {gated[0] - base[0]:+.3f}"
+        return f"yes, {base[0] / gated[0]:.1f}x lower"
+    return "no (within seed noise)" if gated[0] < base[0] else "no"
 
 
 def pair(table, key, fmt):
@@ -346,11 +367,11 @@ def pair(table, key, fmt):
 
 
 rows = [
-    ("first-token attention", "46.7% -> 4.8%",
-     f"BB {pair(bb_table, 'first_token_share', '.2f')}", verdict_lower(bb_table, "first_token_share", 3)),
+    ("first-token attention", "46.7% -> 4.8% (~10x)",
+     f"BB {pair(bb_table, 'first_token_share', '.2f')}", verdict_lower(bb_table, "first_token_share")),
     ("", "", f"text {pair(text_table, 'first_token_share', '.2f')}",
-     verdict_lower(text_table, "first_token_share", 3)),
-    ("gate scores sparse", "mean ~0.12 (1B models: 0.10, ~70% < 0.1)",
+     verdict_lower(text_table, "first_token_share")),
+    ("gate scores sparse", "mean ~0.12; released 1B: 0.10, 70% < 0.1",
      f"BB mean {bb_table['elementwise']['gate_mean'][0]:.2f}, "
      f"{bb_table['elementwise']['gate_below_0.1'][0]:.0%} < 0.1",
      "yes" if bb_table["elementwise"]["gate_mean"][0] < 0.2 else "no"),
@@ -358,13 +379,13 @@ rows = [
      f"{text_table['elementwise']['gate_below_0.1'][0]:.0%} < 0.1",
      "yes" if text_table["elementwise"]["gate_mean"][0] < 0.2 else "no"),
     ("max activation", "massive activations mitigated",
-     f"BB {pair(bb_table, 'max_activation', '.0f')}", verdict_lower(bb_table, "max_activation", 2)),
+     f"BB {pair(bb_table, 'max_activation', '.0f')}", verdict_lower(bb_table, "max_activation")),
     ("", "", f"text {pair(text_table, 'max_activation', '.0f')}",
-     verdict_lower(text_table, "max_activation", 2)),
+     verdict_lower(text_table, "max_activation")),
     ("loss", "PPL 6.026 -> 5.761",
      f"BB loss {pair(bb_table, 'val_loss', '.3f')}", verdict_lower(bb_table, "val_loss")),
     ("", "", f"text loss {pair(text_table, 'val_loss', '.3f')}", verdict_lower(text_table, "val_loss")),
-    ("", "", "text PPL " + " -> ".join(f"{math.exp(text_table[g]['val_loss'][0]):.3f}"
+    ("", "", "text char PPL " + " -> ".join(f"{math.exp(text_table[g]['val_loss'][0]):.3f}"
                                         for g in ("none", "elementwise")), ""),
     ("static scalar folds", "(not a paper variant)", "folds into W_O exactly (above)", "yes (algebra)"),
     ("non-linearity", "gate breaks the W_V W_O linear map", "fold residual 0 vs > 0 (above)",
@@ -375,9 +396,46 @@ for claim, paper, ours, verdict in rows:
     print(f"{claim:22} | {paper:40} | {ours:32} | {verdict}")
 
 # %% [markdown]
+# Where the paper's figures come from: the perplexities from the paper's repository
+# (`figs/plot_compare.ipynb`: baseline 6.026, G1 5.761, G5 6.017); first-token attention 46.7 % →
+# 4.8 % from the paper's attention-sink analysis (as quoted by the course's claim check, which
+# marks it "verify in the paper"); the gate-score mean of about 0.116 from secondary summaries, and
+# 0.104 with 70 % below 0.1 as measured by a third party on the released 1B models; "mitigates
+# massive activation" from the paper's abstract on OpenReview (we quote no number for it).
+#
 # ### What reproduces, what does not, and why
 #
-# RESULTS_PLACEHOLDER
+# **Reproduces, because it is algebra.** A static scalar per head folds into W_O exactly, and an
+# input-dependent gate does not. The fold residuals above are 0.00 without a gate and large with
+# one. No head's rank exceeds its width.
+#
+# **Reproduces on the docstring text, in direction.** Every gated seed has a lower validation loss
+# than every baseline seed (1.734 → 1.678 for G1 elementwise, the best variant, as in the paper).
+# The first-token share falls from 0.14 to 0.06 and the largest activation from 89 to 58. The
+# effects are smaller than the paper's: a sink of 0.14 is weak to begin with, and a 2-layer model
+# trained for 2,500 small steps has little to gain from expressiveness. The char-level perplexity is
+# not comparable with the paper's per-token values.
+#
+# **Partly reproduces: sparse gates.** On Bigram-Backcopy the G1 gates are very sparse (mean 0.03,
+# 97 % below 0.1), sparser than the paper's. On the text they are not (mean 0.29).
+#
+# **Does not reproduce: the sink on Bigram-Backcopy.** The baseline does form a sink, mostly in layer
+# 0 (the heatmap), though weaker than the paper's 46.7 %. But the G1 variants keep about the same
+# share on BOS. The cell with the per-head gates shows why: the idle heads still look at BOS, but
+# their gates are nearly shut (about 0.05). A head whose output is multiplied by 0.05 gets almost
+# no gradient on its attention weights, so nothing moves them off BOS. The gate has *disarmed* the
+# sink (BOS adds almost nothing through those heads) without *removing* it from the attention
+# map. The paper measures a large drop at scale. At ours, with 2 layers and 2,500 steps, we do not
+# see it on this task.
+#
+# **Does not reproduce: a loss gain on Bigram-Backcopy.** All variants reach the same validation
+# loss and copy accuracy 1.000. The task sits at its entropy floor: once a model knows the bigram
+# table and the copy rule, nothing is left to gain.
+#
+# **A warning about our own comparison.** On the text, the static scalar also lowers the loss
+# (1.705 against 1.734), although it folds into W_O and adds no expressiveness. So part of the toy
+# gain comes from easier optimisation, not from non-linearity. The paper's claim that the
+# input-dependent gate is what matters shows up here only as the ordering: elementwise is best.
 
 # %% [markdown]
 # ## Self-check
