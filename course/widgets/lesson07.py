@@ -76,6 +76,7 @@ def per_head_heatmaps(runs: dict, dataset: str, seed: int):
         ax.set_xticks(range(values.shape[1]))
         ax.set_yticks(range(values.shape[0]))
     fig.colorbar(image, ax=axes[-1], shrink=0.8, label="share on BOS")
+    plt.close(fig)  # shown once, as the cell's value, not again by pyplot
     return fig
 
 
@@ -93,6 +94,7 @@ def gate_histograms(runs: dict, dataset: str, seed: int):
         ax.set_xlabel("gate score")
         ax.set_xlim(0, 1)
     axes[0].set_ylabel("fraction of scores")
+    plt.close(fig)
     return fig
 
 
@@ -106,4 +108,5 @@ def attention_maps(weights_by_variant: dict, title: str):
         ax.set_xlabel("key (0 = BOS)")
         ax.set_ylabel("query")
     fig.suptitle(title)
+    plt.close(fig)
     return fig

@@ -214,7 +214,7 @@ sink_explorer(runs)
 # %%
 from course.widgets import lesson07 as plots
 
-plots.per_head_heatmaps(runs, "bb", seed=0);
+plots.per_head_heatmaps(runs, "bb", seed=0)
 
 # %% [markdown]
 # And what one head does on one validation sequence (layer 0, the first 24 positions): without a
@@ -232,7 +232,7 @@ for gate in ("none", "elementwise"):
     head = int(shares.argmax())  # the head with the most weight on BOS
     maps[gate] = record["weights"][0][0, head]
     print(f"{gate:>12}: layer 0, head {head}, share on BOS {shares[head]:.2f}")
-plots.attention_maps(maps, "layer 0, head with the largest BOS share");
+plots.attention_maps(maps, "layer 0, head with the largest BOS share")
 
 # %% [markdown]
 # A head whose gate is shut passes almost nothing on, whatever its attention weights are. So
@@ -255,8 +255,10 @@ for head in range(4):
 # output. Here are all the gate scores of each gated variant on the validation set (one seed):
 
 # %%
-plots.gate_histograms(runs, "bb", seed=0);
-plots.gate_histograms(runs, "text", seed=0);
+plots.gate_histograms(runs, "bb", seed=0)
+
+# %%
+plots.gate_histograms(runs, "text", seed=0)
 
 # %% [markdown]
 # ## Claim (a): non-linearity, in code
