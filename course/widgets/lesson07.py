@@ -57,8 +57,8 @@ def sink_explorer(runs: dict) -> widgets.VBox:
     def draw(fig, dataset, seed):
         draw_first_token_share(fig, runs, dataset, seed)
 
-    return live_figure(draw, controls, "red bars (no gate) high, gated bars low: the gate "
-                       "removes the attention sink", figsize=(7.0, 3.4))
+    return live_figure(draw, controls, "red: no gate; compare it with the gated variants layer "
+                       "by layer, on text and on Bigram-Backcopy", figsize=(7.0, 3.4))
 
 
 def per_head_heatmaps(runs: dict, dataset: str, seed: int):
