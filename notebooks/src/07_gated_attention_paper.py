@@ -49,7 +49,7 @@ import torch
 # is not in the paper and cannot happen (also below). Its citation "Qwen Team (2024)" is wrong too.
 #
 # How many parameters does the gate add? In the paper's 15B MoE model (hidden size 2048, 32 query
-# heads of 128 channels), per layer:
+# heads of 128 channels, 24 layers), over all layers:
 
 # %%
 hidden, heads, head_dim, layers = 2048, 32, 128, 24
