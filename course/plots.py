@@ -29,3 +29,26 @@ def heatmaps(maps, titles, row_labels=None, col_labels=None, suptitle=None, cmap
     if suptitle:
         fig.suptitle(suptitle)
     return fig
+
+
+def show_model_graph(module, input_data, name: str, depth: int = 3):
+    """Draw a module's forward pass with torchview; without Graphviz's `dot`, print the DOT source.
+
+    Returns the torchview graph. The SVG goes to the notebook (cells showing it are tagged
+    nbval-ignore-output: the layout may differ between Graphviz builds).
+    """
+    import shutil
+
+    from IPython.display import SVG, display
+    from torchview import draw_graph
+
+    graph = draw_graph(module, input_data=input_data, graph_name=name, expand_nested=True,
+                       depth=depth)
+    graph.visual_graph.node_attr["fontname"] = "Helvetica"  # a font every Graphviz knows
+    if shutil.which("dot"):
+        display(SVG(graph.visual_graph.pipe(format="svg")))
+    else:
+        print("Graphviz `dot` not found, so here is the graph's DOT source instead "
+              "(paste it into any Graphviz viewer):\n")
+        print(graph.visual_graph.source)
+    return graph

@@ -16,7 +16,6 @@
 import course_setup  # noqa: F401
 
 import math
-import shutil
 import time
 
 import matplotlib.pyplot as plt
@@ -373,18 +372,10 @@ print("b_q removed as well, output unchanged:", same(biased(x), reference_out))
 # cell prints the graph's DOT source instead (paste it into any Graphviz viewer).
 
 # %% tags=["nbval-ignore-output"]
-from IPython.display import SVG, display
-from torchview import draw_graph
+from course.plots import show_model_graph
 
 # c_in=16, 4 heads of width 3: N_head*c = 12, so every axis has its own size in the graph
-graph = draw_graph(MultiHeadAttention(16, 3, 4), input_data=torch.randn(2, 5, 16),
-                   graph_name="MultiHeadAttention", expand_nested=True, depth=3)
-graph.visual_graph.node_attr["fontname"] = "Helvetica"  # a font every Graphviz knows
-if shutil.which("dot"):
-    display(SVG(graph.visual_graph.pipe(format="svg")))
-else:
-    print("Graphviz `dot` not found, so here is the graph's DOT source instead:\n")
-    print(graph.visual_graph.source)
+graph = show_model_graph(MultiHeadAttention(16, 3, 4), torch.randn(2, 5, 16), "MultiHeadAttention")
 
 # %% [markdown]
 # Read it top to bottom (x is (2, 5, 16), 4 heads of width 3): `movedim` puts the attention axis

@@ -21,7 +21,6 @@
 import course_setup  # noqa: F401  (puts the course on the path, turns on autoreload)
 
 # %%
-import shutil
 
 import torch
 from torch import nn
@@ -241,17 +240,9 @@ z_in = torch.randn(7, 7, 6)   # pair representation, c_z=6
 print("output:", tuple(row_attention(m_in, z_in).shape))
 
 # %% tags=["nbval-ignore-output"]
-from IPython.display import SVG, display
-from torchview import draw_graph
+from course.plots import show_model_graph
 
-graph = draw_graph(row_attention, input_data=[m_in, z_in], graph_name="RowAttentionWithPairBias",
-                   expand_nested=True, depth=3)
-graph.visual_graph.node_attr["fontname"] = "Helvetica"  # a font every Graphviz knows
-if shutil.which("dot"):
-    display(SVG(graph.visual_graph.pipe(format="svg")))
-else:
-    print("Graphviz `dot` not found, so here is the graph's DOT source instead:\n")
-    print(graph.visual_graph.source)
+graph = show_model_graph(row_attention, [m_in, z_in], "RowAttentionWithPairBias")
 
 # %% [markdown]
 # Follow the two inputs. z (7, 7, 6) goes through `LayerNorm` and the `Linear` to 4 heads
