@@ -328,7 +328,9 @@ print(f"with the LayerNorm(64) ({layer_norm} parameters): {plain_total + layer_n
 # on it, so those outputs are not compared); memory is the peak the torch profiler sees during
 # the call. On log-log axes a power law S^k is a straight line of slope k: read k off a fit.
 
-# %%
+# %% tags=["nbval-ignore-output"]
+from tqdm.auto import tqdm
+
 from course.memory import best_seconds, fit_slope, profile_bytes
 
 torch.manual_seed(0)
@@ -337,14 +339,15 @@ torch.set_num_threads(1)  # one thread: steadier timings when other programs sha
 modules = {"plain": MultiHeadAttention(64, 8, 8, attn_dim=-3),
            "global": MultiHeadAttention(64, 8, 8, attn_dim=-3, is_global=True)}
 sizes = {"plain": [128, 256, 512, 1024], "global": [1024, 4096, 16384, 65536]}
-seconds, peaks = {}, {}
+seconds = {name: [] for name in modules}
+peaks = {name: [] for name in modules}
+steps = [(name, S) for name in modules for S in sizes[name]]
 with torch.no_grad():
-    for name, module in modules.items():
-        seconds[name], peaks[name] = [], []
-        for S in sizes[name]:
-            x_S = torch.randn(S, 1, 64, generator=torch.Generator().manual_seed(S))
-            seconds[name].append(best_seconds(lambda: module(x_S)))
-            peaks[name].append(profile_bytes(lambda: module(x_S)).peak)
+    for name, S in tqdm(steps, desc="timing and profiling"):
+        module = modules[name]
+        x_S = torch.randn(S, 1, 64, generator=torch.Generator().manual_seed(S))
+        seconds[name].append(best_seconds(lambda: module(x_S)))
+        peaks[name].append(profile_bytes(lambda: module(x_S)).peak)
 torch.set_num_threads(threads)
 
 # %% tags=["nbval-ignore-output"]
