@@ -51,14 +51,11 @@ def build(dest: Path, source: Path = ROOT) -> Path:
     shutil.copytree(source, dest, ignore=_ignore(source, dest), symlinks=False)
     solutions = source / "solutions"
     if solutions.is_dir():  # fresh stubs, whatever the instructor's exercises/ holds now
-        from course.stubs import generate
+        from course.stubs import write
 
-        exercises = dest / "exercises"
-        for old in exercises.glob("*.py"):
+        for old in (dest / "exercises").glob("*.py"):
             old.unlink()
-        exercises.mkdir(exist_ok=True)
-        for name, text in generate(solutions).items():
-            (exercises / name).write_text(text)
+        write(exercises=dest / "exercises", solutions=solutions)
     (dest / MARKER).write_text("made by `python -m course.handout`; safe to delete\n")
     return dest
 
