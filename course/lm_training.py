@@ -1,15 +1,15 @@
-"""Lesson 07's machinery: data, training and measurements of the tiny LM (solutions/tiny_lm.py).
+"""Lesson 08's machinery: data, training and measurements of the tiny LM (solutions/tiny_lm.py).
 
 Two datasets, both with a BOS token at position 0:
 - "bb", Bigram-Backcopy (after Guo et al. 2024, "Active-Dormant Attention Heads"): characters
-  'a'-'z' and ' ' follow a bigram chain (data/lesson07/bigram_table.json); right after one of the
+  'a'-'z' and ' ' follow a bigram chain (data/lesson08/bigram_table.json); right after one of the
   TRIGGERS the next character is a copy of the one before the trigger. Only there does
   attention have a job; everywhere else the bigram row of the current character says it all.
-- "text": characters of Python standard-library docstrings (data/lesson07/docstrings.txt),
+- "text": characters of Python standard-library docstrings (data/lesson08/docstrings.txt),
   the first 90 % for training, the last 10 % for validation.
 
-The shipped checkpoints (float16 state dicts) and metrics in data/lesson07/ come from
-`scripts/train_lesson07.py`, which calls `train_and_measure` for every dataset, variant and seed.
+The shipped checkpoints (float16 state dicts) and metrics in data/lesson08/ come from
+`scripts/train_lesson08.py`, which calls `train_and_measure` for every dataset, variant and seed.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import torch.nn.functional as F
 
 from course import ROOT
 
-DATA = ROOT / "data" / "lesson07"
+DATA = ROOT / "data" / "lesson08"
 VARIANTS = ("none", "elementwise", "headwise", "static")
 DATASETS = ("bb", "text")
 SEEDS = (0, 1, 2)
@@ -309,7 +309,7 @@ def summary(runs: dict, dataset: str, keys=("first_token_share", "gate_mean", "g
 
 
 # ------------------------------------------------------------------- the notebook's RETRAIN
-RETRAIN_FOLDER = ROOT / "build" / "lesson07_retrain"
+RETRAIN_FOLDER = ROOT / "build" / "lesson08_retrain"
 
 
 def retrain_everything(folder: Path = RETRAIN_FOLDER, threads: int = 2, steps: int | None = None) -> dict:

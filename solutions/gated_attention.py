@@ -1,4 +1,4 @@
-"""Lesson 07: causal self-attention with the output gate of Qiu et al. 2025 (arXiv 2505.06708).
+"""Lesson 08: causal self-attention with the output gate of Qiu et al. 2025 (arXiv 2505.06708).
 
 The paper's gate, at position G1 (after scaled dot-product attention, before W_O):
 
@@ -39,7 +39,7 @@ class GatedCausalSelfAttention(nn.Module):
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)
         self.out = nn.Linear(d_model, d_model, bias=False)
         if gate in ("elementwise", "headwise"):
-            # BEGIN SOLUTION lesson 07
+            # BEGIN SOLUTION lesson 08
             # Hint: one gate logit per head channel (elementwise) or per head (headwise), with a bias.
             gate_width = self.head_dim if gate == "elementwise" else 1
             self.gate_proj = nn.Linear(d_model, n_heads * gate_width)
@@ -60,7 +60,7 @@ class GatedCausalSelfAttention(nn.Module):
         "elementwise", (*, L, n_heads, 1) for "headwise" and "static"."""
         if self.gate == "static":
             return torch.sigmoid(self.gate_logit)[:, None].expand(*x.shape[:-1], -1, 1)
-        # BEGIN SOLUTION lesson 07
+        # BEGIN SOLUTION lesson 08
         # Hint: a linear map of each token's x, a sigmoid, then split the last axis into heads.
         logits = self.gate_proj(x)  # (*, L, n_heads * gate_width)
         return torch.sigmoid(logits).unflatten(-1, (self.n_heads, -1))
@@ -70,7 +70,7 @@ class GatedCausalSelfAttention(nn.Module):
         """x: (*, L, d_model), the layer's normalised input. returns (*, L, d_model)."""
         y, _ = self.attend(x)  # (*, L, n_heads, head_dim)
         if self.gate != "none":
-            # BEGIN SOLUTION lesson 07
+            # BEGIN SOLUTION lesson 08
             # Hint: G1 multiplies each head's SDPA output by its gate scores, before W_O.
             y = y * self.gate_scores(x)
             # END SOLUTION

@@ -1,4 +1,4 @@
-"""Lesson 07: a tiny causal language model, to test the gated-attention paper's claims on a CPU.
+"""Lesson 08: a tiny causal language model, to test the gated-attention paper's claims on a CPU.
 
 Read it top to bottom; every piece around attention is the standard one of a GPT-style model:
 

@@ -264,7 +264,7 @@ graph = show_model_graph(row_attention, [m_in, z_in], "RowAttentionWithPairBias"
 #   plain sigmoid). A mixture-of-experts router is a different kind of gate: it picks experts with
 #   a softmax over them (with top-k), so the experts compete, and unchosen experts are not computed
 #   at all; an AF2 gate computes everything and only filters it.
-# - Lesson 07 takes the 2025 gated-attention paper, which puts the same kind of gate after the
+# - Lesson 08 takes the 2025 gated-attention paper, which puts the same kind of gate after the
 #   attention of a language model, and tests its claims.
 #
 # ## Self-check
@@ -305,4 +305,4 @@ graph = show_model_graph(row_attention, [m_in, z_in], "RowAttentionWithPairBias"
 #   normalised. The gate never changes the attention map.
 # - Your `MultiHeadAttention` now has every AF2 option; gated, it has 20,608 parameters as plain
 #   column attention and 13,440 as global column attention (c_e = 64, 8 × 8).
-# - Next: [lesson 07, the gated-attention paper](07_gated_attention_paper.ipynb).
+# - Next: [lesson 08, the gated-attention paper](08_gated_attention_paper.ipynb).

@@ -1,5 +1,5 @@
 # %% [markdown]
-# # Lesson 07: the gated-attention paper, reproduced at toy scale
+# # Lesson 08: the gated-attention paper, reproduced at toy scale
 #
 # In 2025 Qiu et al. ("Gated Attention for Large Language Models: Non-linearity, Sparsity, and
 # Attention-Sink-Free", arXiv 2505.06708, Qwen team, NeurIPS 2025 best paper) trained more than 30
@@ -74,13 +74,13 @@ print(f"one scalar per head (seed 003's reading): {layers * heads:,} parameters"
 # The `"static"` variant (one learned σ(g_h) per head) is written for you, for comparison.
 
 # %% tags=["check"]
-from course.checks.lesson07 import check_gate_elementwise
+from course.checks.lesson08 import check_gate_elementwise
 from exercises.gated_attention import GatedCausalSelfAttention
 
 check_gate_elementwise(GatedCausalSelfAttention)
 
 # %% tags=["check"]
-from course.checks.lesson07 import check_gate_headwise
+from course.checks.lesson08 import check_gate_headwise
 from exercises.gated_attention import GatedCausalSelfAttention
 
 check_gate_headwise(GatedCausalSelfAttention)
@@ -118,14 +118,14 @@ print({k: v for k, v in model.config.items() if k != "gate"})
 #
 # **Bigram-Backcopy** (after Guo et al. 2024, "Active-Dormant Attention Heads"): characters
 # `a`–`z` and space follow a bigram chain (the table, counted from our text corpus, ships in
-# `data/lesson07/`). After one of the trigger characters `f`, `p`, `w`, the next character is a
+# `data/lesson08/`). After one of the trigger characters `f`, `p`, `w`, the next character is a
 # **copy of the character before the trigger**. Only at those copy positions does attention have
 # work to do. Everywhere else the current character already says all there is to say, and a head
 # with nothing to do must still put its softmax weight somewhere. Guo et al. show that it learns
 # to put it on the first token, whose value it has made small. That is the attention sink.
 #
 # **Docstring text**: 400,000 characters of Python standard-library docstrings (PSF License;
-# `scripts/make_lesson07_data.py` extracts them). It is a small piece of natural text. Below, `^` is
+# `scripts/make_lesson08_data.py` extracts them). It is a small piece of natural text. Below, `^` is
 # BOS, and `|` marks the copy positions of a Bigram-Backcopy sequence.
 
 # %%
@@ -146,8 +146,8 @@ print(repr(text.decode(text.sample(1, torch.Generator().manual_seed(3))[0])))
 #
 # Every variant was trained with 3 seeds on both datasets (24 runs), using the recipe below
 # (AdamW, linear warm-up, cosine decay). The float16 weights and the measurements ship in
-# `data/lesson07/`, so this notebook only loads them. Set `RETRAIN = True` to train all 24 runs from
-# scratch with a progress bar (`scripts/train_lesson07.py` does the same from a shell). Your numbers
+# `data/lesson08/`, so this notebook only loads them. Set `RETRAIN = True` to train all 24 runs from
+# scratch with a progress bar (`scripts/train_lesson08.py` does the same from a shell). Your numbers
 # should match the shipped ones within the spread between seeds. They will not match to the last
 # digit: the shipped runs used one thread each, RETRAIN uses two, and the sums come out in a
 # different order. On Bigram-Backcopy the first-token share of a single run can move by 0.1.
@@ -205,7 +205,7 @@ show_table("text")
 # The widget shows each layer separately. Pick a dataset and a seed.
 
 # %% tags=["nbval-ignore-output"]
-from course.widgets.lesson07 import sink_explorer
+from course.widgets.lesson08 import sink_explorer
 
 sink_explorer(runs)
 
@@ -213,7 +213,7 @@ sink_explorer(runs)
 # Per head: each square is one (layer, head) of one seed.
 
 # %%
-from course.widgets import lesson07 as plots
+from course.widgets import lesson08 as plots
 
 plots.per_head_heatmaps(runs, "bb", seed=0)
 

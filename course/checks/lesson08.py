@@ -1,4 +1,4 @@
-"""Checks for lesson 07 (the gated-attention paper): the G1 gate, elementwise and headwise."""
+"""Checks for lesson 08 (the gated-attention paper): the G1 gate, elementwise and headwise."""
 from __future__ import annotations
 
 import torch
@@ -97,13 +97,13 @@ def _cases(gate: str, width_text: str, seed: int) -> list[Case]:
 check_gate_elementwise = Check(
     id="07.gate_elementwise",
     target="gated_attention:GatedCausalSelfAttention",
-    lesson="07",
+    lesson="08",
     cases=_cases("elementwise", "n_heads * head_dim", seed=700),
 )
 
 check_gate_headwise = Check(
     id="07.gate_headwise",
     target="gated_attention:GatedCausalSelfAttention",
-    lesson="07",
+    lesson="08",
     cases=_cases("headwise", "n_heads", seed=800),
 )

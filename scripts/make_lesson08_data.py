@@ -1,15 +1,15 @@
-"""Make the shipped data of lesson 07: a natural-text corpus and the bigram table of the toy task.
+"""Make the shipped data of lesson 08: a natural-text corpus and the bigram table of the toy task.
 
-    .venv/bin/python scripts/make_lesson07_data.py
+    .venv/bin/python scripts/make_lesson08_data.py
 
-1. data/lesson07/docstrings.txt: docstrings of the Python standard library (modules, classes,
+1. data/lesson08/docstrings.txt: docstrings of the Python standard library (modules, classes,
    functions), taken with `ast` from the .py files of the running interpreter's stdlib, files in
    sorted order, tests and tools left out, non-ASCII characters dropped, cut at MAX_BYTES.
    The text is Python's own documentation, under the PSF License (Python Software Foundation
    License Version 2); the output depends on the Python version (the shipped file: 3.11.7).
-2. data/lesson07/bigram_table.json: character bigram probabilities over 'a'-'z' and ' ', counted
+2. data/lesson08/bigram_table.json: character bigram probabilities over 'a'-'z' and ' ', counted
    from that corpus (lower-cased, every other character read as a space, runs of spaces merged).
-   The Bigram-Backcopy sequences of lesson 07 are drawn from this table (course/lm_training.py).
+   The Bigram-Backcopy sequences of lesson 08 are drawn from this table (course/lm_training.py).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "data" / "lesson07"
+OUT = ROOT / "data" / "lesson08"
 MAX_BYTES = 400_000
 SKIP_PARTS = {"test", "tests", "idlelib", "lib2to3", "turtledemo", "site-packages", "ensurepip",
               "pydoc_data", "__phello__", "tkinter"}
@@ -72,9 +72,9 @@ def bigram_table(text: str) -> dict:
     return {
         "alphabet": BIGRAM_ALPHABET,
         "probabilities": rows,
-        "source": "character bigrams counted from data/lesson07/docstrings.txt "
+        "source": "character bigrams counted from data/lesson08/docstrings.txt "
                   "(lower-cased, non-letters read as one space, add-one smoothing) "
-                  "by scripts/make_lesson07_data.py",
+                  "by scripts/make_lesson08_data.py",
     }
 
 

@@ -1,4 +1,4 @@
-"""Lesson 07's plots and widget: first-token attention, gate scores, per-head heatmaps.
+"""Lesson 08's plots and widget: first-token attention, gate scores, per-head heatmaps.
 
 Compute functions take the shipped metrics (course.lm_training.load_metrics) and return plain
 numbers, so tests can check them; draw functions fill a matplotlib Figure.

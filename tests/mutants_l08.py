@@ -1,4 +1,4 @@
-"""Realistic bugs for the checks of lesson 07 (the G1 gate of the gated-attention paper)."""
+"""Realistic bugs for the checks of lesson 08 (the G1 gate of the gated-attention paper)."""
 from tests.mutation import Mutant
 
 FILE = "gated_attention.py"

@@ -1,11 +1,11 @@
-"""Lesson 07: data, the folding claims, the widget, and a shortened retrain of the sink effect."""
+"""Lesson 08: data, the folding claims, the widget, and a shortened retrain of the sink effect."""
 import time
 
 import pytest
 import torch
 
 from course import lm_training as lm
-from course.widgets import lesson07 as widgets07
+from course.widgets import lesson08 as widgets08
 from solutions.gated_attention import (GatedCausalSelfAttention, fold_static_gate,
                                        linear_fold_residual, value_output_map)
 
@@ -80,14 +80,14 @@ def _fake_runs():
 
 
 def test_first_token_share_per_layer_averages_seeds():
-    shares = widgets07.first_token_share_per_layer(_fake_runs(), "bb")
+    shares = widgets08.first_token_share_per_layer(_fake_runs(), "bb")
     assert shares["none"] == pytest.approx([0.6, 0.5])
-    assert widgets07.first_token_share_per_layer(_fake_runs(), "bb", "2")["none"] == \
+    assert widgets08.first_token_share_per_layer(_fake_runs(), "bb", "2")["none"] == \
         pytest.approx([0.7, 0.5])
 
 
 def test_sink_explorer_redraws():
-    box = widgets07.sink_explorer(_fake_runs())
+    box = widgets08.sink_explorer(_fake_runs())
     before = box.children[1].value
     box.children[0].children[0].value = "text"
     assert box.children[1].value != before

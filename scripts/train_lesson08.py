@@ -1,10 +1,10 @@
-"""Train lesson 07's tiny LMs (every variant and seed) and write checkpoints and metrics to data/.
+"""Train lesson 08's tiny LMs (every variant and seed) and write checkpoints and metrics to data/.
 
-    .venv/bin/python scripts/train_lesson07.py                    # everything, 2 threads
-    .venv/bin/python scripts/train_lesson07.py --datasets bb --threads 1    # two at once: 1 thread each
-    .venv/bin/python scripts/train_lesson07.py --remeasure        # recompute metrics from checkpoints
+    .venv/bin/python scripts/train_lesson08.py                    # everything, 2 threads
+    .venv/bin/python scripts/train_lesson08.py --datasets bb --threads 1    # two at once: 1 thread each
+    .venv/bin/python scripts/train_lesson08.py --remeasure        # recompute metrics from checkpoints
 
-Writes data/lesson07/checkpoints_<dataset>.pt (float16 state dicts) and metrics_<dataset>.json.
+Writes data/lesson08/checkpoints_<dataset>.pt (float16 state dicts) and metrics_<dataset>.json.
 """
 from __future__ import annotations
 
