@@ -1,0 +1,447 @@
+"""Checks for lesson 07 (the Transformer around attention): positions, RMSNorm, the decoder block,
+cross-attention.
+
+Each check compares with the recorded reference on small float64 cases (a size-1 axis, several
+shapes, leading batch axes, a gradient case for modules with parameters) and adds probes of
+behaviour that need no reference: RoPE scores depend on i - j only, the block is causal, padded
+encoder positions are invisible, no input is modified in place. Cases are ordered so that the
+first one a classic bug fails names that bug (tests/mutants_l07.py proves it).
+"""
+from __future__ import annotations
+
+import torch
+
+from course.checks.core import Case, Check
+from course.checks.inputs import (fill_parameters, inputs_unchanged, no_input_modified,
+                                  parameter_shapes, randn, with_gradients)
+
+# --- 07.sinusoidal_encoding -----------------------------------------------------------------
+
+SIN_COS_HINT = ("PE[0] = [sin 0, cos 0, sin 0, cos 0, ...] = [0, 1, 0, 1, ...]: sin on the EVEN "
+                "channels 0, 2, 4, ..., cos on the odd ones, interleaved (not sin in the first "
+                "half and cos in the second), positions counting from 0")
+FREQUENCY_HINT = ("channels 2i and 2i+1 share ONE angle pos / base**(2i/d_model), where i counts "
+                  "pairs (0 .. d_model/2 - 1): the exponent is 2i/d_model, not i/d_model, and the "
+                  "cos channel 2i+1 does not get an exponent of its own")
+
+
+def _encoding_dtype(f):
+    pe = f(6, 4, dtype=torch.float32)
+    return {"output": pe, "is float32": torch.tensor(pe.dtype == torch.float32)}
+
+
+def _offset_is_linear(outputs) -> str | None:
+    """PE(pos + k) = R_k PE(pos) with one matrix R_k for every pos: fit it, look at the residual."""
+    pe = outputs["output"]
+    for k in (1, 3):
+        source, target = pe[:-k], pe[k:]
+        solution = torch.linalg.lstsq(source, target).solution  # (d, d): target ≈ source @ R_k^T
+        residual = (source @ solution - target).abs().max().item()
+        if residual > 1e-8:
+            return (f"no single matrix maps PE(pos) to PE(pos + {k}) for every pos "
+                    f"(least-squares residual {residual:.2g}): each pair of channels must be "
+                    f"[sin, cos] of one angle proportional to pos")
+    return None
+
+
+check_sinusoidal_encoding = Check(
+    id="07.sinusoidal_encoding",
+    target="transformer:sinusoidal_encoding",
+    lesson="07",
+    cases=[
+        Case("one position (L=1), d_model=6", lambda f: f(1, 6), hint=SIN_COS_HINT,
+             shape_hint="the result is (L, d_model): here (1, 6)"),
+        Case("L=5, d_model=2: one pair, angle = pos", lambda f: f(5, 2),
+             hint="with d_model=2 there is one pair and its angle is pos itself: "
+                  "PE[pos] = [sin pos, cos pos], for pos = 0, 1, 2, ... " + SIN_COS_HINT),
+        Case("L=6, d_model=8", lambda f: f(6, 8), hint=FREQUENCY_HINT,
+             shape_hint="the result is (L, d_model): here (6, 8)"),
+        Case("L=50, d_model=16", lambda f: f(50, 16), hint=FREQUENCY_HINT),
+        Case("base=100: L=7, d_model=6", lambda f: f(7, 6, base=100.0),
+             hint="use the `base` argument (10000 is only its default) in pos / base**(2i/d_model)"),
+        Case("dtype=torch.float32: L=6, d_model=4", _encoding_dtype,
+             hint="return the encoding in the `dtype` asked for (compute in float64, then .to(dtype))"),
+        Case("PE(pos + k) is a fixed linear map of PE(pos)", lambda f: f(20, 8),
+             hint=FREQUENCY_HINT, expect=_offset_is_linear),
+    ],
+)
+
+# --- 07.rope ----------------------------------------------------------------------------------
+
+ROPE_CONVENTION = ("rotate-half: channel i pairs with channel i + c/2 (Llama/Qwen3), not with its "
+                   "neighbour i + 1 (the interleaved convention of the RoPE paper); "
+                   "out = x * cos + rotate_half(x) * sin")
+ROPE_FREQUENCY = ("pair i (channels i and i + c/2) turns by the angle pos * base**(-2i/c), "
+                  "for i = 0 .. c/2 - 1: the exponent is -2i/c, and the same angle serves both "
+                  "halves (cat([angle, angle], -1))")
+
+
+def _only_pair_zero(L, c, seed):
+    """x that is zero except in channels 0 and c/2: pair 0, whose angle is pos itself."""
+    x = torch.zeros(L, c, dtype=torch.float64)
+    values = randn(L, 2, seed=seed)
+    x[:, 0], x[:, c // 2] = values[:, 0], values[:, 1]
+    return x
+
+
+def _rope_dtype(f):
+    out = f(randn(4, 6, seed=721).float())
+    return {"output": out, "is float32": torch.tensor(out.dtype == torch.float32)}
+
+
+def _relative_scores(f):
+    """Scores q·k of one q and one k placed at positions (i, j) and at (i + s, j + s)."""
+    q, k = randn(1, 8, seed=723), randn(1, 8, seed=725)
+    pairs = [(0, 0), (3, 1), (1, 3), (7, 2), (2, 9)]
+    scores = {}
+    for shift in (0, 5, 37):
+        scores[shift] = torch.stack([
+            (f(q, torch.tensor([i + shift])) * f(k, torch.tensor([j + shift]))).sum()
+            for i, j in pairs])
+    return {f"shift {s}": v for s, v in scores.items()}
+
+
+def _depends_on_offset_only(outputs) -> str | None:
+    base = outputs["shift 0"]
+    for name, values in outputs.items():
+        difference = (values - base).abs().max().item()
+        if difference > 1e-9:
+            return (f"the score of q at position i and k at position j changed when both moved "
+                    f"by the same amount ({name}: max change {difference:.2g}); with RoPE it "
+                    f"depends on i - j only")
+    return None
+
+
+def _norm_kept(outputs) -> str | None:
+    x, out = outputs["x"], outputs["output"]
+    change = (x.norm(dim=-1) - out.norm(dim=-1)).abs().max().item()
+    if change > 1e-9:
+        return (f"RoPE is a rotation, so every row keeps its length; here a length changed by "
+                f"{change:.2g}: cos and sin must multiply x and rotate_half(x) with the same "
+                f"angle, and rotate_half(x) = cat(-x2, x1) uses the other half of x")
+    return None
+
+
+check_rope = Check(
+    id="07.rope",
+    target="transformer:apply_rope",
+    lesson="07",
+    cases=[
+        Case("position 0 leaves x unchanged: x (1, 4)", lambda f: f(randn(1, 4, seed=701)),
+             hint="at position 0 the angle is 0: cos = 1 and sin = 0, so x comes back unchanged; "
+                  "cos multiplies x, sin multiplies rotate_half(x)",
+             shape_hint="RoPE returns a tensor of x's shape"),
+        Case("c=2, one pair: x (4, 2) at positions 0..3", lambda f: f(randn(4, 2, seed=703)),
+             hint="with c=2 the pair (x0, x1) turns by the angle pos: (x0 cos - x1 sin, "
+                  "x1 cos + x0 sin), so rotate_half(x) = cat(-x[..., c/2:], x[..., :c/2]) "
+                  "(minus on the second half, moved in front)"),
+        Case("rows keep their length: x (5, 8)",
+             lambda f: {"x": randn(5, 8, seed=705), "output": f(randn(5, 8, seed=705))},
+             hint=ROPE_CONVENTION + "; channels i and i + c/2 turn together, so the same angle "
+                  "serves both halves (cat([angle, angle], -1))", expect=_norm_kept),
+        Case("only pair 0 (channels 0 and c/2) non-zero: x (5, 8)",
+             lambda f: f(_only_pair_zero(5, 8, seed=707)), hint=ROPE_CONVENTION),
+        Case("x (6, 8)", lambda f: f(randn(6, 8, seed=709)), hint=ROPE_FREQUENCY),
+        Case("x (3, 16) at positions [4, 0, 100]",
+             lambda f: f(randn(3, 16, seed=711), torch.tensor([4, 0, 100])),
+             hint="use the `positions` given (one per row along axis -2); arange(L) is only the "
+                  "default when positions is None"),
+        Case("float positions [0.5, 2.25]", lambda f: f(randn(2, 4, seed=713),
+                                                         torch.tensor([0.5, 2.25])),
+             hint="positions may be floats: convert them to a float dtype, do not round them"),
+        Case("base=500: x (4, 6)", lambda f: f(randn(4, 6, seed=715), base=500.0),
+             hint="use the `base` argument (10000 is only its default) in pos * base**(-2i/c)"),
+        Case("heads as batch axes: x (2, 3, 5, 8)", lambda f: f(randn(2, 3, 5, 8, seed=717)),
+             hint="positions run along axis -2 and channels along -1; every leading axis (batch, "
+                  "heads) gets the same rotation: broadcast the (L, c) cos and sin"),
+        Case("x in float32 comes back in float32", _rope_dtype,
+             hint="return x's dtype: compute the angles in float64, then cast cos and sin to "
+                  "x.dtype before multiplying"),
+        Case("x is not modified", lambda f: inputs_unchanged(f, randn(2, 4, 6, seed=719)),
+             hint="compute into new tensors (x * cos + ...), never x.mul_ or x[...] = ...",
+             expect=no_input_modified),
+        Case("scores depend on i - j only", _relative_scores, hint=ROPE_FREQUENCY,
+             expect=_depends_on_offset_only),
+    ],
+)
+
+# --- 07.rms_norm ------------------------------------------------------------------------------
+
+RMS_FORMULA = ("RMSNorm(x) = x / sqrt(mean(x**2, dim=-1, keepdim=True) + eps) * weight: no mean "
+               "subtracted (that is LayerNorm), eps inside the square root")
+
+
+def _rms(d_model, x, seed, eps=None):
+    """Run RMSNorm(d_model[, eps]) with fixed (non-trivial) weights on x."""
+    def run(cls):
+        module = cls(d_model) if eps is None else cls(d_model, eps=eps)
+        fill_parameters(module, seed)
+        return module(x)
+    return run
+
+
+def _rms_fresh(cls):
+    module = cls(6)
+    return {**parameter_shapes(module), "weight": module.weight}
+
+
+def _rms_gradients(cls):
+    module = fill_parameters(cls(6), seed=741)
+    return with_gradients(module, {"x": randn(2, 3, 6, seed=743)}, module, seed=745)
+
+
+def _rms_unchanged(cls):
+    module = fill_parameters(cls(5), seed=747)
+    return inputs_unchanged(module, randn(3, 5, seed=749))
+
+
+check_rms_norm = Check(
+    id="07.rms_norm",
+    target="transformer:RMSNorm",
+    lesson="07",
+    cases=[
+        Case("parameters of a fresh RMSNorm(6)", _rms_fresh,
+             hint="one parameter, `weight`, of shape (d_model,), starting at ones "
+                  "(nn.Parameter(torch.ones(d_model))); RMSNorm has no bias"),
+        Case("constant rows [3, 3, 3, 3] and [-2, -2, -2, -2]",
+             _rms(4, torch.tensor([[3.0] * 4, [-2.0] * 4], dtype=torch.float64), seed=731),
+             hint="RMSNorm does NOT subtract the mean (LayerNorm does): a constant row c maps to "
+                  "about sign(c) * weight, not to 0. " + RMS_FORMULA,
+             atol=1e-5),  # loose enough that where eps sits does not matter here
+        Case("tiny x (scale 1e-4): eps = 1e-6 matters",
+             _rms(8, randn(3, 8, seed=733, scale=1e-4), seed=735),
+             hint="eps goes INSIDE the square root: x / sqrt(mean(x**2) + eps), not "
+                  "x / (sqrt(mean(x**2)) + eps)"),
+        Case("eps=0.1 passed to the constructor: x (3, 4)",
+             _rms(4, randn(3, 4, seed=737, scale=0.3), seed=739, eps=0.1),
+             hint="store the `eps` argument (self.eps) and use it, not a hard-coded 1e-6"),
+        Case("x (5, 8)", _rms(8, randn(5, 8, seed=751, scale=3.0), seed=753), hint=RMS_FORMULA),
+        Case("d_model=1: x (4, 1)", _rms(1, randn(4, 1, seed=755), seed=757),
+             hint="the mean runs over the last axis (channels) only, keepdim=True so it "
+                  "broadcasts: with d_model=1 each value becomes about sign(x) * weight"),
+        Case("batch axes: x (2, 3, 4, 6)", _rms(6, randn(2, 3, 4, 6, seed=759), seed=761),
+             hint="normalise each row over the last axis only (dim=-1, keepdim=True); the "
+                  "leading axes are batch axes"),
+        Case("x is not modified", _rms_unchanged,
+             hint="compute into a new tensor (x / rms * weight), never x /= ...",
+             expect=no_input_modified),
+        Case("gradients w.r.t. x and weight", _rms_gradients,
+             hint="the gradient must flow through the root mean square too (no .detach() on "
+                  "rms) and reach `weight`, which multiplies the normalised x. " + RMS_FORMULA),
+    ],
+)
+
+# --- 07.decoder_block -------------------------------------------------------------------------
+
+BLOCK_PARAMETERS = ("four submodules with exactly these names: norm_attn = RMSNorm(d_model), "
+                    "attn = MultiHeadAttention(d_model, d_model // n_heads, n_heads), "
+                    "norm_ffn = RMSNorm(d_model), ffn = nn.Sequential(nn.Linear(d_model, d_ff), "
+                    "nn.GELU(), nn.Linear(d_ff, d_model))")
+PRE_NORM = ("pre-norm: h = h + attention(norm_attn(h)), then h = h + ffn(norm_ffn(h)); the norm "
+            "sits inside each branch and the residual h itself is added back un-normalised")
+BLOCK_FORWARD = ("x = norm_attn(h); q, k, v = split_heads(attn.linear_q/k/v(x), n_heads); "
+                 "scaled_dot_product_attention(q, k, v, mask=causal_mask(L)); merge_heads; "
+                 "attn.linear_o; add to h; then h + ffn(norm_ffn(h)) (the FFN reads norm_ffn(h), "
+                 "not norm_attn's output; ffn = Linear, nn.GELU(), Linear)")
+BLOCK_ROPE = ("with rope=True apply_rope to q and k (not to v, not to x), after split_heads, so "
+              "the positions 0..L-1 run along axis -2 of (*, n_heads, L, c)")
+
+
+def _block(d_model, n_heads, d_ff, h_shape, seed, rope=True, set_to=None):
+    """Run DecoderBlock with fixed weights on a fixed h; `set_to` overrides some parameters."""
+    def run(cls):
+        module = fill_parameters(cls(d_model, n_heads, d_ff, rope=rope), seed)
+        with torch.no_grad():
+            for name, value in (set_to or {}).items():
+                module.get_parameter(name).fill_(value)
+        return {"output": module(randn(*h_shape, seed=seed + 1)), **parameter_shapes(module)}
+    return run
+
+
+def _branches_off(cls):
+    """linear_o and the FFN's last layer set to zero: both branches add nothing."""
+    zeros = {"attn.linear_o.weight": 0.0, "attn.linear_o.bias": 0.0,
+             "ffn.2.weight": 0.0, "ffn.2.bias": 0.0}
+    h = randn(2, 5, 8, seed=771, scale=3.0)
+    module = fill_parameters(cls(8, 2, 16), seed=773)
+    with torch.no_grad():
+        for name in zeros:
+            module.get_parameter(name).zero_()
+    return {"h": h, "output": module(h)}
+
+
+def _identity_when_branches_off(outputs) -> str | None:
+    difference = (outputs["output"] - outputs["h"]).abs().max().item()
+    if difference > 1e-12:
+        return (f"with both branches switched off (linear_o and ffn.2 all zero) the block must "
+                f"return h unchanged; it differs by {difference:.3g}")
+    return None
+
+
+def _causality(cls):
+    """The same block on two inputs that differ only in their last position."""
+    module = fill_parameters(cls(8, 2, 16), seed=775)
+    h = randn(2, 6, 8, seed=777)
+    changed = h.clone()
+    changed[:, -1] = randn(2, 8, seed=779, scale=5.0)
+    return {"original": module(h), "last token changed": module(changed)}
+
+
+def _is_causal(outputs) -> str | None:
+    early = (outputs["original"][:, :-1] - outputs["last token changed"][:, :-1]).abs().max().item()
+    if early > 1e-12:
+        return (f"changing only the LAST token changed the outputs at earlier positions (by up "
+                f"to {early:.3g}): position i must see positions j <= i only")
+    return None
+
+
+def _block_gradients(cls):
+    module = fill_parameters(cls(8, 2, 12), seed=781)
+    return with_gradients(module, {"h": randn(2, 4, 8, seed=783)}, module, seed=785)
+
+
+def _block_unchanged(cls):
+    module = fill_parameters(cls(8, 2, 12), seed=787)
+    return inputs_unchanged(module, randn(3, 8, seed=789))
+
+
+check_decoder_block = Check(
+    id="07.decoder_block",
+    target="transformer:DecoderBlock",
+    lesson="07",
+    cases=[
+        Case("parameters of DecoderBlock(8, 2, 16)",
+             lambda cls: parameter_shapes(cls(8, 2, 16)), hint=BLOCK_PARAMETERS),
+        Case("the block is causal", _causality,
+             hint="self-attention in a decoder is causal: mask=causal_mask(L), True where "
+                  "key j <= query i", expect=_is_causal),
+        Case("both branches off (linear_o, ffn.2 = 0): the block returns h", _branches_off,
+             hint=PRE_NORM, expect=_identity_when_branches_off),
+        Case("rope=False: h (5, 8), 2 heads, d_ff 16", _block(8, 2, 16, (5, 8), seed=791, rope=False),
+             hint=PRE_NORM + ". " + BLOCK_FORWARD),
+        Case("rope=True: h (6, 8), 2 heads, d_ff 16", _block(8, 2, 16, (6, 8), seed=793),
+             hint=BLOCK_ROPE),
+        Case("one position: h (2, 1, 8)", _block(8, 4, 8, (2, 1, 8), seed=795),
+             hint="with L=1 the only key is the position itself; causal_mask(1) = [[True]]. "
+                  + BLOCK_FORWARD),
+        Case("batch axes: h (2, 3, 5, 12), 3 heads, d_ff 24",
+             _block(12, 3, 24, (2, 3, 5, 12), seed=797),
+             hint="leading axes are batch axes: L = h.shape[-2], heads come from the last axis. "
+                  + BLOCK_ROPE),
+        Case("h is not modified", _block_unchanged,
+             hint="h = h + ... makes a new tensor; h += ... would change the caller's h",
+             expect=no_input_modified),
+        Case("gradients w.r.t. h and every parameter", _block_gradients,
+             hint="every parameter must be used in forward, with no .detach() on the way: "
+                  + PRE_NORM),
+    ],
+)
+
+# --- 07.cross_attention -----------------------------------------------------------------------
+
+CROSS_HINT = ("queries from x (the decoder), keys AND values from memory (the encoder): "
+              "q = linear_q(x), k = linear_k(memory), v = linear_v(memory); then split_heads, "
+              "your scaled_dot_product_attention, merge_heads, linear_o")
+MEMORY_MASK_HINT = ("memory_mask (*, L_k) marks encoder KEYS: pass memory_mask[..., None, None, :] "
+                    "(*, 1, 1, L_k), which broadcasts over heads and queries; never mask the "
+                    "queries, and no causal mask here")
+
+
+def _cross(d_model, n_heads, x_shape, memory_shape, seed, mask=None):
+    def run(cls):
+        module = fill_parameters(cls(d_model, n_heads), seed)
+        out = module(randn(*x_shape, seed=seed + 1), randn(*memory_shape, seed=seed + 2),
+                     memory_mask=mask)
+        return {"output": out, **parameter_shapes(module)}
+    return run
+
+
+def _lengths_mask(lengths, L_k):
+    """(B, L_k) bool: True for the first lengths[b] positions of sequence b."""
+    return torch.arange(L_k) < torch.tensor(lengths)[:, None]
+
+
+def _padding_hidden(cls):
+    """Padded encoder positions overwritten with other values: the output must not move."""
+    module = fill_parameters(cls(8, 2), seed=811)
+    x, memory = randn(2, 4, 8, seed=813), randn(2, 6, 8, seed=815)
+    mask = _lengths_mask([3, 5], 6)
+    changed = memory.clone()
+    changed[~mask] = randn(int((~mask).sum()), 8, seed=817, scale=10.0)
+    return {"original": module(x, memory, memory_mask=mask),
+            "padding changed": module(x, changed, memory_mask=mask)}
+
+
+def _padding_invisible(outputs) -> str | None:
+    difference = (outputs["original"] - outputs["padding changed"]).abs().max().item()
+    if difference > 1e-12:
+        return (f"changing the encoder outputs at PADDED positions (memory_mask False) changed "
+                f"the result by up to {difference:.3g}: padded keys must get zero weight")
+    return None
+
+
+def _all_keys_seen(cls):
+    """The LAST real encoder position changed: every query, the first included, must see it."""
+    module = fill_parameters(cls(8, 2), seed=819)
+    x, memory = randn(1, 3, 8, seed=821), randn(1, 5, 8, seed=823)
+    changed = memory.clone()
+    changed[:, -1] = randn(1, 8, seed=825, scale=5.0)
+    return {"original": module(x, memory), "last key changed": module(x, changed)}
+
+
+def _first_query_sees_last_key(outputs) -> str | None:
+    first = (outputs["original"][:, 0] - outputs["last key changed"][:, 0]).abs().max().item()
+    if first < 1e-9:
+        return ("the first decoder position did not react to the last encoder position: "
+                "cross-attention sees the whole source sentence, with no causal mask")
+    return None
+
+
+def _cross_gradients(cls):
+    module = fill_parameters(cls(8, 4), seed=827)
+    inputs = {"x": randn(2, 3, 8, seed=829), "memory": randn(2, 5, 8, seed=831),
+              "memory_mask": _lengths_mask([5, 2], 5)}
+    return with_gradients(module, inputs, module, seed=833)
+
+
+def _cross_unchanged(cls):
+    module = fill_parameters(cls(6, 3), seed=835)
+    return inputs_unchanged(module, randn(2, 6, seed=837), randn(4, 6, seed=839),
+                            torch.tensor([True, True, False, True]))
+
+
+check_cross_attention = Check(
+    id="07.cross_attention",
+    target="transformer:CrossAttention",
+    lesson="07",
+    cases=[
+        Case("parameters of CrossAttention(8, 2)", lambda cls: parameter_shapes(cls(8, 2)),
+             hint="linear_q, linear_k, linear_v: nn.Linear(d_model, d_model, bias=False); "
+                  "linear_o: nn.Linear(d_model, d_model) with a bias"),
+        Case("every query sees every encoder position (no causal mask)", _all_keys_seen,
+             hint="the decoder reads the whole encoded source: keys AND values from memory, and "
+                  "every query sees every encoder position: mask only the encoder's padding, "
+                  "never with causal_mask", expect=_first_query_sees_last_key),
+        Case("x (4, 8) attends to memory (6, 8), no mask", _cross(8, 2, (4, 8), (6, 8), seed=801),
+             hint=CROSS_HINT,
+             shape_hint="the output has one row per decoder position: (*, L_q, d_model)"),
+        Case("padded encoder positions are invisible", _padding_hidden, hint=MEMORY_MASK_HINT,
+             expect=_padding_invisible),
+        Case("memory_mask (2, 6), lengths 6 and 3: x (2, 4, 8), memory (2, 6, 8)",
+             _cross(8, 2, (2, 4, 8), (2, 6, 8), seed=803, mask=_lengths_mask([6, 3], 6)),
+             hint=MEMORY_MASK_HINT),
+        Case("one query, one key: x (1, 4), memory (1, 4)", _cross(4, 2, (1, 4), (1, 4), seed=805),
+             hint="with one key every query's weight on it is 1: the output is "
+                  "linear_o(merge_heads(v)). " + CROSS_HINT),
+        Case("batch axes: x (2, 3, 4, 6), memory (2, 3, 5, 6), mask (2, 3, 5)",
+             _cross(6, 3, (2, 3, 4, 6), (2, 3, 5, 6), seed=807,
+                    mask=torch.arange(5) < torch.tensor([[5, 4, 1], [3, 5, 2]])[..., None]),
+             hint="leading axes are batch axes for x, memory and memory_mask alike. "
+                  + MEMORY_MASK_HINT),
+        Case("x and memory are not modified", _cross_unchanged,
+             hint="compute into new tensors; never change x, memory or the mask in place",
+             expect=no_input_modified),
+        Case("gradients w.r.t. x, memory and every parameter", _cross_gradients,
+             hint="every projection must be used, with no .detach(): " + CROSS_HINT),
+    ],
+)
