@@ -305,4 +305,5 @@ graph = show_model_graph(row_attention, [m_in, z_in], "RowAttentionWithPairBias"
 #   normalised. The gate never changes the attention map.
 # - Your `MultiHeadAttention` now has every AF2 option; gated, it has 20,608 parameters as plain
 #   column attention and 13,440 as global column attention (c_e = 64, 8 × 8).
-# - Next: [lesson 08, the gated-attention paper](08_gated_attention_paper.ipynb).
+# - Next: [lesson 07, the Transformer around attention](07_transformer.ipynb): positions, norms,
+#   residuals and the decoder block that lesson 08's language model is made of.
