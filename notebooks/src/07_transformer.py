@@ -6,7 +6,7 @@
 # `merge_heads` (`exercises/mha.py`).
 #
 # Attention alone is not a Transformer. Around it sit the pieces this lesson adds, in the order of
-# seed 003's chapter 4: positions (attention on its own cannot see word order), a norm and a
+# seed 003 (the Chinese Transformer notes this course started from) in its chapter 4: positions (attention on its own cannot see word order), a norm and a
 # residual path (without them a deep stack does not train), a feed-forward network, and the
 # decoder's two kinds of attention (causal self-attention and cross-attention to an encoder).
 # Lesson 08's tiny language model is a stack of the decoder block you write here (same structure,
@@ -70,13 +70,13 @@ for L in (16, 64, 256, 1024, 4096):
           f"{counts['score entries']:>14,}")
 
 # %% [markdown]
-# The RNN's work grows like L, attention's like L² (the L × L scores). Past L = 2d the
-# attention does *more* arithmetic than the RNN; it wins only because its arithmetic is one big
+# The RNN's work grows like L, attention's like L² (the L × L scores). Attention does *more*
+# arithmetic than the RNN at every length in the table (its four projections alone cost twice the
+# RNN's two), and the gap widens with L. Where it wins, it wins because its arithmetic is one big
 # parallel call instead of L small dependent ones. So how much faster is it in practice?
 #
 # Seed 003 says "RNN about 1 s, Transformer about 0.1 s for 1000 tokens; GPU utilisation 10–30 % vs
-# 80–95 %". Those figures have no source (claim C20 in `/work/shared`'s fact check): let us measure
-# instead. Below, an `nn.RNNCell` stepped through the sequence in a Python loop, against one call of
+# 80–95 %". Those figures come with no source, hardware or model size, so measure instead. Below, an `nn.RNNCell` stepped through the sequence in a Python loop, against one call of
 # your `MultiHeadAttention` (4 heads of width 16) on the same x (1, L, 64), on one CPU thread. The
 # timings depend on the machine and on what else runs on it, so these outputs are not compared by
 # the tests.
@@ -453,7 +453,7 @@ print("  FFN:      ", ffn_moved)
 print("  attention:", attention_moved)
 
 # %% [markdown]
-# Seed 003 then says "Attention是线性的, FFN引入非线性" (claim C12). Half right: the FFN's GELU
+# Seed 003 then says "Attention是线性的, FFN引入非线性". Half right: the FFN's GELU
 # is non-linear, but so is attention. Its weights softmax(q kᵀ/√c) are themselves computed from
 # x, so the output is a product of x with a non-linear function of x. Test linearity directly,
 # f(2x) = 2 f(x) and f(x + y) = f(x) + f(y), on your `MultiHeadAttention`; then freeze the weights
@@ -557,12 +557,16 @@ small_block = DecoderBlock(16, 2, 32)
 graph = show_model_graph(small_block, [torch.randn(1, 5, 16)], "DecoderBlock", depth=2)
 
 # %% [markdown]
-# Follow h (1, 5, 16) down the graph: it splits at once into the residual path and `RMSNorm`;
-# the three `Linear`s of `attn` make q, k, v; `view` and `transpose` are your `split_heads`
-# (1, 2, 5, 8); the `cat`, `mul` and `add` nodes on q and k are RoPE; then the scores, the mask
-# (`masked_fill`), the softmax and the product with v; `transpose`/`reshape` is `merge_heads`,
-# the fourth `Linear` is `linear_o`, and the first `add` joins the residual path. The same
-# pattern repeats for the FFN: `RMSNorm`, `Linear`, `GELU`, `Linear`, `add`.
+# Follow h (1, 5, 16) down the graph: it splits at once into the residual path (the long arrow
+# on the left) and `RMSNorm`; the three `Linear`s of `attn` make q, k, v; `view` and `transpose`
+# are your `split_heads` (1, 2, 5, 8). The two small chains in the top corners build RoPE's
+# angles (`__rpow__` is base ** (...), then `cat`, `cos`, `sin`); on q and on k, `neg` and `cat`
+# are rotate_half and `mul`, `mul`, `add` are x·cos + rotate_half(x)·sin. The third `view` (v)
+# goes straight down: no rotation. `tril` is your `causal_mask`; then the scores (`matmul`,
+# `div`), the mask (`masked_fill`, twice: your lesson-02 guard for rows that see nothing), the
+# softmax (`amax`, `sub`, `exp`, `sum`, `div`) and the product with v; `transpose`/`reshape` is
+# `merge_heads`, the fourth `Linear` is `linear_o`, and the first `add` joins the residual path.
+# The FFN branch repeats the pattern: `RMSNorm`, `Linear`, `GELU`, `Linear`, `add`.
 #
 # ## 9. Encoder, decoder and cross-attention
 #
