@@ -113,14 +113,17 @@ ax_ratio.semilogx(lengths, [r / a for r, a in zip(seconds["rnn"], seconds["atten
 ax_ratio.axhline(1, color="grey", lw=0.8, ls="--")
 ax_ratio.set(xlabel="sequence length L", ylabel="RNN time / attention time",
              title="how many times faster attention is")
+for ax in (ax_time, ax_ratio):
+    ax.set_xticks(lengths, [str(L) for L in lengths])
+    ax.minorticks_off()
 plt.show()
 
 # %% [markdown]
 # Read the ratio off your own run. On a CPU it is largest for short and medium sequences, where
 # the RNN pays L times the fixed cost of a step (a Python call, small matrix products) and
-# attention pays it once; as L grows, attention's L² scores catch up (its time slope heads
-# towards 2, the RNN's stays at 1) and the ratio falls, below 1 for long enough sequences on a
-# single thread. On a GPU the balance tips further towards attention: its L² work is spread over
+# attention pays it once. As L grows, attention's L² scores catch up: its time grows faster than
+# L (a log-log slope of 2 or more once the scores outgrow the CPU's caches, as in lesson 05), the
+# RNN's like L, and the ratio falls to around 1, or below, at the longest lengths here. On a GPU the balance tips further towards attention: its L² work is spread over
 # thousands of cores in one kernel, while each RNN step is a tiny kernel that leaves most of the
 # card idle, and the steps cannot overlap. That is the real content of the seed's "10–30 % vs
 # 80–95 %"; the numbers themselves depend on the card, the sizes and the code. The L² cost is the
