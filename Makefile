@@ -11,13 +11,17 @@ LAB_ARGS ?=
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 PYTEST_ARGS ?=
 
-.PHONY: lab test venv notebooks stubs reference grade handout screenshots lock clean
+.PHONY: lab test system-packages venv notebooks stubs reference grade handout screenshots lock clean
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR) $(ROOT_FLAG) $(LAB_ARGS) notebooks/00_start_here.ipynb
 
-test: $(STAMP)
+test: $(STAMP) system-packages
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Debian's chromium (the browser test) and bubblewrap (the grader's sandbox), once per machine.
+system-packages:
+	bash scripts/system_packages.sh
 
 venv: $(STAMP)
 
