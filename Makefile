@@ -1,10 +1,19 @@
 # The course's commands. `make lab` and `make test` set up everything they need from nothing.
 PYTHON ?= python3
+# TORCH=cpu: PyTorch's CPU-only build from PyTorch's own index (pip's default on Linux is the
+# CUDA build, several GB); see scripts/setup_venv.sh
+TORCH  ?=
+ifeq ($(CONDA_DEFAULT_ENV),attention-course)
+# inside `conda activate attention-course` (environment.yml) the commands use that environment
+VENV   := $(CONDA_PREFIX)
+STAMP  := $(VENV)/.attention-course-installed
+else
 VENV   := .venv
+STAMP  := $(VENV)/.installed$(if $(TORCH),-$(TORCH))
+endif
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
 # the venv's bin first, so notebooks and tests find its `dot` (graphviz-pure)
-export PATH := $(CURDIR)/$(BIN):$(PATH)
+export PATH := $(abspath $(BIN)):$(PATH)
 export PYTHONPATH := $(CURDIR)
 LAB_ARGS ?=
 # Jupyter refuses to run as root (containers, CI) unless told
@@ -26,7 +35,7 @@ system-packages:
 venv: $(STAMP)
 
 $(STAMP): requirements.txt scripts/setup_venv.sh
-	PYTHON=$(PYTHON) bash scripts/setup_venv.sh $(VENV)
+	PYTHON=$(PYTHON) TORCH=$(TORCH) bash scripts/setup_venv.sh $(VENV)
 	touch $@
 
 # Re-execute every lesson notebook against the solutions and store the outputs (commit them).
@@ -61,4 +70,4 @@ lock:
 	build/lock/bin/pip freeze | sed 's/+cpu$$//' > requirements.txt
 
 clean:
-	rm -rf $(VENV) build .pytest_cache
+	rm -rf .venv .venv.lock build .pytest_cache  # never a conda environment

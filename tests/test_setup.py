@@ -176,3 +176,70 @@ def test_ci_runs_exactly_the_readme_command():
     assert commands[-1] == "make test"
     assert not [c for c in commands if re.search(r"\b(apt-get|pip|sudo)\b", c)]
     assert "make test" in (ROOT / "README.md").read_text()
+
+
+# ------------------------------------------------------- the venv, CPU-only torch, and conda
+
+def setup_dry_run(venv: Path, **env: str) -> list[str]:
+    """The commands scripts/setup_venv.sh would run (SETUP_DRY_RUN prints them)."""
+    done = subprocess.run([BASH, str(ROOT / "scripts" / "setup_venv.sh"), str(venv)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "SETUP_DRY_RUN": "1", **env})
+    assert done.returncode == 0, done.stderr
+    return [line[2:] for line in done.stdout.splitlines() if line.startswith("+ ")]
+
+
+def pinned_torch() -> str:
+    (pin,) = [line for line in (ROOT / "requirements.txt").read_text().splitlines()
+              if line.startswith("torch==")]
+    return pin
+
+
+def test_default_set_up_installs_requirements_txt_as_pip_resolves_it(tmp_path):
+    commands = setup_dry_run(tmp_path / "venv")
+    assert commands[0].endswith(f"-m venv {tmp_path / 'venv'}")
+    installs = [c for c in commands if " install " in c]
+    assert installs[-1].endswith("install --quiet -r requirements.txt")
+    assert not [c for c in commands if "--index-url" in c]
+
+
+def test_torch_cpu_takes_torch_alone_from_pytorchs_cpu_index_first(tmp_path):
+    commands = setup_dry_run(tmp_path / "venv", TORCH="cpu")
+    installs = [c for c in commands if " install " in c]
+    cpu = [i for i, c in enumerate(installs) if "--index-url https://download.pytorch.org/whl/cpu" in c]
+    assert len(cpu) == 1 and installs[cpu[0]].endswith(" " + pinned_torch())
+    # then the rest: torch==2.13.0 is satisfied by 2.13.0+cpu, so nothing replaces it
+    assert installs[cpu[0] + 1].endswith("-r requirements.txt")
+    # the index can be pointed elsewhere (a mirror)
+    mirror = setup_dry_run(tmp_path / "venv", TORCH="cpu", TORCH_CPU_INDEX="https://mirror.invalid/cpu")
+    assert any("--index-url https://mirror.invalid/cpu" in c for c in mirror)
+
+
+def test_an_unknown_torch_flavour_is_refused(tmp_path):
+    done = subprocess.run([BASH, str(ROOT / "scripts" / "setup_venv.sh"), str(tmp_path)], cwd=ROOT,
+                          capture_output=True, text=True, env={**os.environ, "TORCH": "rocm"})
+    assert done.returncode == 2 and "TORCH=cpu" in done.stderr
+
+
+def test_make_passes_the_torch_option_to_the_set_up_and_stamps_it_apart(tmp_path):
+    lines = make_dry_run("lab", "TORCH=cpu", f"VENV={tmp_path / 'v'}")
+    assert any("TORCH=cpu bash scripts/setup_venv.sh" in line for line in lines), lines
+    assert any(line.startswith("touch ") and line.endswith(".installed-cpu") for line in lines)
+
+
+def test_in_the_conda_environment_make_uses_it_and_pip_adds_only_the_test_extras(tmp_path):
+    env_dir = tmp_path / "envs" / "attention-course"
+    (env_dir / "conda-meta").mkdir(parents=True)
+    done = subprocess.run(["make", "-n", "test"], cwd=ROOT, capture_output=True, text=True,
+                          env={**os.environ, "MAKEFLAGS": "", "CONDA_DEFAULT_ENV": "attention-course",
+                               "CONDA_PREFIX": str(env_dir)})
+    assert f"bash scripts/setup_venv.sh {env_dir}" in done.stdout
+    assert f"{env_dir}/bin/python -m pytest" in done.stdout
+    (command,) = setup_dry_run(env_dir)
+    assert "--no-deps" in command
+    extras = {word.split("==")[0] for word in command.split() if "==" in word}
+    assert extras == {"playwright", "greenlet", "pytest-xdist", "execnet"}
+    # make clean never deletes a conda environment
+    assert str(env_dir) not in subprocess.run(
+        ["make", "-n", "clean"], cwd=ROOT, capture_output=True, text=True,
+        env={**os.environ, "CONDA_DEFAULT_ENV": "attention-course", "CONDA_PREFIX": str(env_dir)}).stdout
