@@ -15,8 +15,11 @@ from pathlib import Path
 
 import torch
 
-from course import gpu_runs
-from course.memory import GPU_DEMO_BUDGET_S
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run as a script from anywhere
+
+from course import gpu_runs  # noqa: E402
+from course.memory import GPU_DEMO_BUDGET_S  # noqa: E402
 
 
 def main(argv=None) -> int:
