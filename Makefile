@@ -1,28 +1,41 @@
 # The course's commands. `make lab` and `make test` set up everything they need from nothing.
 PYTHON ?= python3
+# TORCH=cpu: PyTorch's CPU-only build from PyTorch's own index (pip's default on Linux is the
+# CUDA build, several GB); see scripts/setup_venv.sh
+TORCH  ?=
+ifeq ($(CONDA_DEFAULT_ENV),attention-course)
+# inside `conda activate attention-course` (environment.yml) the commands use that environment
+VENV   := $(CONDA_PREFIX)
+STAMP  := $(VENV)/.attention-course-installed
+else
 VENV   := .venv
+STAMP  := $(VENV)/.installed$(if $(TORCH),-$(TORCH))
+endif
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed
 # the venv's bin first, so notebooks and tests find its `dot` (graphviz-pure)
-export PATH := $(CURDIR)/$(BIN):$(PATH)
+export PATH := $(abspath $(BIN)):$(PATH)
 export PYTHONPATH := $(CURDIR)
 LAB_ARGS ?=
 # Jupyter refuses to run as root (containers, CI) unless told
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 PYTEST_ARGS ?=
 
-.PHONY: lab test venv notebooks stubs reference grade handout screenshots lock clean
+.PHONY: lab test system-packages venv notebooks stubs reference grade handout screenshots lock clean
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR) $(ROOT_FLAG) $(LAB_ARGS) notebooks/00_start_here.ipynb
 
-test: $(STAMP)
+test: $(STAMP) system-packages
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# Debian's chromium (the browser test) and bubblewrap (the grader's sandbox), once per machine.
+system-packages:
+	bash scripts/system_packages.sh
 
 venv: $(STAMP)
 
 $(STAMP): requirements.txt scripts/setup_venv.sh
-	PYTHON=$(PYTHON) bash scripts/setup_venv.sh $(VENV)
+	PYTHON=$(PYTHON) TORCH=$(TORCH) bash scripts/setup_venv.sh $(VENV)
 	touch $@
 
 # Re-execute every lesson notebook against the solutions and store the outputs (commit them).
@@ -57,4 +70,4 @@ lock:
 	build/lock/bin/pip freeze | sed 's/+cpu$$//' > requirements.txt
 
 clean:
-	rm -rf $(VENV) build .pytest_cache
+	rm -rf .venv .venv.lock build .pytest_cache  # never a conda environment

@@ -15,8 +15,9 @@ Three ways to know the memory:
                          bytes of the tensors alive at each moment: the predicted peak
     measure_peak_cpu     run on the CPU under torch.profiler(profile_memory=True) and replay its
                          allocation and free events: the measured peak
-    blow_up_cuda         on a GPU, grow S until torch.cuda.OutOfMemoryError, recording
-                         torch.cuda.max_memory_allocated at each size
+    blow_up_cuda         on a GPU, grow S until torch.cuda.OutOfMemoryError (or a time budget
+                         runs out), recording torch.cuda.max_memory_allocated at each size;
+                         course/gpu_runs.py keeps such runs from real cards as data
 
 Every number is the memory the attention call itself adds on top of its inputs (q, k, v), output
 included. GB means 10⁹ bytes throughout.
@@ -289,19 +290,30 @@ class BlowUp:
     stopped: str = ""                                     # why the growth stopped
 
 
+# the lesson's GPU cell: seconds for all four methods together, measured on an H200 (a small card
+# runs out of memory sooner and finishes sooner). tests/test_notebooks.py allows for it.
+GPU_DEMO_BUDGET_S = 20.0
+
+
 def blow_up_cuda(methods=("naive", "chunked", "global", "sdpa"), R: int = 300, H: int = 8,
                  c: int = 8, S_start: int = 256, factor: float = 2 ** 0.5, S_max: int = 1 << 21,
-                 seconds_per_step: float = 5.0, log=print) -> dict[str, BlowUp]:
+                 budget_s: float = GPU_DEMO_BUDGET_S, log=print) -> dict[str, BlowUp]:
     """Grow S by `factor` for each method until torch.cuda.OutOfMemoryError (caught).
 
-    A method also stops when a step took longer than `seconds_per_step` (the next would be
-    slower still; quadratic compute outlasts any demo before linear memory runs out) or at S_max.
+    All methods together keep within about `budget_s` seconds: each gets an equal share of what
+    is left (time one method leaves unused passes to the next), and stops growing when the next
+    size would overrun its share. Compute grows at most like S², so the next step is expected to
+    take (next S / S)² times the last one. (Quadratic compute outlasts any demo before linear memory
+    runs out, so `chunked` and `sdpa` usually stop on time, not on memory.) Also stops at S_max.
     """
     if not torch.cuda.is_available():
         raise RuntimeError("blow_up_cuda needs a CUDA GPU")
     device = torch.device("cuda")
     results = {}
-    for method in methods:
+    started = time.perf_counter()
+    for position, method in enumerate(methods):
+        share = (budget_s - (time.perf_counter() - started)) / (len(methods) - position)
+        method_started = time.perf_counter()
         run = BlowUp(method)
         S = S_start
         while True:
@@ -331,10 +343,14 @@ def blow_up_cuda(methods=("naive", "chunked", "global", "sdpa"), R: int = 300, H
             run.peaks.append(peak)
             run.seconds.append(seconds)
             log(f"{method:8s} S = {S:8d}: peak {peak / GB:8.3f} GB, {seconds:7.3f} s")
-            if seconds > seconds_per_step:
-                run.stopped = f"a step took {seconds:.1f} s (> {seconds_per_step} s); stopped growing"
+            used = time.perf_counter() - method_started
+            next_S = int(round(S * factor))
+            expected = seconds * (next_S / S) ** 2
+            if used + expected > share:
+                run.stopped = (f"time budget: S = {next_S} would take about {expected:.1f} s "
+                               f"more ({used:.1f} s of {share:.1f} s used)")
                 break
-            S = int(round(S * factor))
+            S = next_S
         log(f"{method:8s} {run.stopped}")
         results[method] = run
     return results

@@ -9,6 +9,7 @@ here, so its branch runs with a fake `google.colab` module and a stubbed `subpro
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import types
@@ -145,3 +146,39 @@ def test_binder_environment_has_every_package_the_course_needs():
             wanted.append(CONDA_NAMES.get(name, name))
     missing = sorted({w for w in wanted if w is not None} - names)
     assert not missing, f"environment.yml lacks {missing} (requirements.in has them)"
+
+
+def pins(lines, separator) -> dict[str, str]:
+    found = {}
+    for line in lines:
+        name, _, version = line.partition(separator)
+        if version:
+            found[name.strip().lower()] = version.strip()
+    return found
+
+
+def test_environment_yml_pins_what_requirements_txt_pins():
+    """Both routes test the same course: every conda package that has a pip twin carries its pin."""
+    required = pins((ROOT / "requirements.txt").read_text().splitlines(), "==")
+    twins = {conda: pip for pip, conda in CONDA_NAMES.items() if conda} | {"pyyaml": "pyyaml"}
+    twins.pop("graphviz")  # conda-forge's real Graphviz stands in for graphviz-pure
+    unpinned_ok = {"graphviz", "pip"}
+    deps = [d for d in environment()["dependencies"] if isinstance(d, str)]
+    exact = [d for d in deps if re.fullmatch(r"[\w.-]+=[\w.]+", d)]
+    assert set(deps) - set(exact) <= unpinned_ok, "pin every package to requirements.txt's version"
+    conda = pins(exact, "=")
+    assert conda.pop("python") == "3.11"
+    for name, version in conda.items():
+        pip_name = twins.get(name, name)
+        assert required.get(pip_name) == version, f"environment.yml {name}={version}, requirements.txt {pip_name}=={required.get(pip_name)}"
+
+
+def test_the_torch_running_these_tests_is_the_pinned_one():
+    """The tests are written against one PyTorch (memory peaks and kernel choices differ between
+    releases): another one fails here, by name, instead of somewhere deeper."""
+    import torch
+
+    required = pins((ROOT / "requirements.txt").read_text().splitlines(), "==")
+    assert torch.__version__.split("+")[0] == required["torch"], (
+        f"torch {torch.__version__} is installed; the course is tested on {required['torch']} "
+        "(requirements.txt, environment.yml): `make test` builds that environment")

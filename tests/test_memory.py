@@ -1,5 +1,6 @@
 """course/memory.py: the shape-based prediction agrees with the profiler; the walls are consistent."""
 import math
+import types
 
 import pytest
 import torch
@@ -106,15 +107,16 @@ def test_blow_up_needs_cuda():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_blow_up_on_cuda_stops_at_out_of_memory_or_a_limit():
     results = memory.blow_up_cuda(methods=("naive", "global"), R=8, S_start=256, S_max=4096,
-                                  seconds_per_step=2.0, log=lambda *_: None)
+                                  budget_s=4.0, log=lambda *_: None)
     for run in results.values():
         assert run.sizes and run.stopped
         assert all(p > 0 for p in run.peaks)
 
 
-def test_blow_up_loop_catches_out_of_memory_with_a_pretend_gpu(monkeypatch):
-    """The CUDA branch's control flow, on the CPU: a fake card that runs out above 1 MB."""
-    capacity, allocated, peak = 1_000_000, [0], [0]
+def pretend_gpu(monkeypatch, capacity=1_000_000, seconds_per_S2=0.0):
+    """torch.cuda on the CPU: a card of `capacity` bytes whose calls take seconds_per_S2 · S²
+    seconds on a fake clock (course.memory's time.perf_counter); returns the clock."""
+    allocated, peak, clock = [0], [0], [0.0]
 
     def fake_inputs(method, R, H, S, c, device="cpu", **kwargs):
         if torch.device(device).type != "cuda":  # the meta prediction itself
@@ -127,13 +129,33 @@ def test_blow_up_loop_catches_out_of_memory_with_a_pretend_gpu(monkeypatch):
         peak[0] = need
         return tensors
 
+    def slow(method):
+        def run(q, k, v):
+            if q.device.type != "meta":  # the fake card's prediction of its need takes no time
+                clock[0] += seconds_per_S2 * k.shape[-2] ** 2
+            return method(q, k, v)
+        return run
+
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
     monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda *a: None)
     monkeypatch.setattr(torch.cuda, "empty_cache", lambda *a: None)
     monkeypatch.setattr(torch.cuda, "memory_allocated", lambda *a: allocated[0])
     monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda *a: peak[0])
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda *a: types.SimpleNamespace(name="Pretend GPU", total_memory=capacity))
     monkeypatch.setattr(memory, "make_inputs", fake_inputs)
+    if seconds_per_S2:
+        monkeypatch.setattr(memory, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
+        for name, method in list(memory.METHODS.items()):
+            monkeypatch.setitem(memory.METHODS, name, slow(method))
+    return clock
+
+
+def test_blow_up_loop_catches_out_of_memory_with_a_pretend_gpu(monkeypatch):
+    """The CUDA branch's control flow, on the CPU: a fake card that runs out above 1 MB."""
+    pretend_gpu(monkeypatch)
+
     lines = []
     runs = memory.blow_up_cuda(methods=("naive", "global"), R=2, H=2, c=4, S_start=16,
                                factor=2, S_max=4096, log=lines.append)
@@ -147,3 +169,24 @@ def test_blow_up_loop_catches_out_of_memory_with_a_pretend_gpu(monkeypatch):
 
 def test_methods_registry():
     assert set(METHODS) == {"naive", "chunked", "global", "sdpa"}
+
+
+def test_blow_up_keeps_within_its_time_budget(monkeypatch):
+    """Calls that take (S / 100)² seconds on a fake clock, on a card too big to fill: every method
+    stops on time, all four together within the budget."""
+    clock = pretend_gpu(monkeypatch, capacity=10 ** 15, seconds_per_S2=1e-4)
+    runs = memory.blow_up_cuda(R=2, H=2, c=4, S_start=16, factor=2 ** 0.5, budget_s=8.0,
+                               log=lambda *_: None)
+    assert all("time budget" in run.stopped for run in runs.values()), runs
+    assert all(len(run.sizes) >= 3 for run in runs.values())
+    assert clock[0] <= 8.0
+    # each run stopped because its next size (twice the compute) would not fit its share
+    naive = runs["naive"]
+    assert sum(naive.seconds) + 2 * naive.seconds[-1] > 8.0 / 4
+
+
+def test_blow_up_without_a_budget_to_speak_of_still_measures_one_size(monkeypatch):
+    pretend_gpu(monkeypatch, capacity=10 ** 15, seconds_per_S2=1.0)
+    runs = memory.blow_up_cuda(methods=("naive",), R=2, H=2, c=4, S_start=16, budget_s=0.0,
+                               log=lambda *_: None)
+    assert runs["naive"].sizes == [16] and "time budget" in runs["naive"].stopped

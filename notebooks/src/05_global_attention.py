@@ -16,8 +16,8 @@
 # - count parameters from real modules: 20,608 (plain, gated) vs. 13,440 (global, gated);
 # - measure time and peak memory against S (slopes ≈ 2 and ≈ 1 on log-log axes);
 # - predict the memory of column attention from shapes alone, check the prediction against the
-#   profiler, find where 24/40/80 GB cards run out, and see why chunking the columns helps at
-#   inference but not in training.
+#   profiler, find where 24/40/80 GB cards run out, compare with a run on a real card (an H200),
+#   and see why chunking the columns helps at inference but not in training.
 
 # %%
 import course_setup  # noqa: F401  (puts the course on the path, turns on autoreload)
@@ -468,29 +468,60 @@ plt.show()
 # counted; the inputs take their share); global attention leaves only the inputs, linear in S,
 # to fill the card.
 #
-# ### On a GPU: grow S until it breaks
+# ### On a real card: grow S until it breaks
 #
-# Where a CUDA GPU is present this cell grows S by √2 for each method until
-# `torch.cuda.OutOfMemoryError` (caught), recording `torch.cuda.max_memory_allocated`, and plots
-# the peaks. A method also stops when one step takes over 5 s (quadratic compute outlasts any
-# demo before linear memory runs out). On a CPU-only machine it says so and does nothing.
+# On a GPU, `blow_up_cuda` grows S by √2 for each method until `torch.cuda.OutOfMemoryError`
+# (caught), recording `torch.cuda.max_memory_allocated` above the inputs at each size. Quadratic
+# compute outlasts any demo before linear memory runs out, so the four methods share a time
+# budget of 20 s (on a large card) and a method stops growing when its next size would overrun
+# its share. Here is such a run on an NVIDIA H200, recorded as data
+# (`data/lesson05/gpu_runs.json`, with its provenance), next to what the shapes predict: dots are
+# measured, dashes predicted on `meta`, a cross marks the size that ran out of memory; the y-axis
+# is everything the call needs on the card, inputs included, against the card's memory.
+
+# %%
+from course import gpu_runs
+
+for record in gpu_runs.load():
+    gpu_runs.show(record)
+
+# %%
+h200 = {run["method"]: run for run in gpu_runs.load()[0]["methods"].values()}
+naive_S, naive_oom = h200["naive"]["sizes"][-1], h200["naive"]["out_of_memory_at"]
+print(f"naive at S = {naive_S:,}: predicted {predict_peak_bytes('naive', 300, 8, naive_S, 8) / GB:.2f} GB,"
+      f" measured {h200['naive']['peaks'][-1] / GB:.3f} GB")
+print(f"global: peak / size of k = {predict_peak_bytes('global', 300, 8, 1000, 8) / (300 * 1000 * 8 * 4):.2f}"
+      f" with 8 heads, {predict_peak_bytes('global', 300, 1, 1000, 8) / (300 * 1000 * 8 * 4):.2f} with 1")
+sdpa_S = h200["sdpa"]["sizes"][-1]
+print(f"sdpa at S = {sdpa_S:,}: measured {h200['sdpa']['peaks'][-1] / GB:.2f} GB, its output alone "
+      f"{300 * 8 * sdpa_S * 8 * 4 / GB:.2f} GB")
+
+# %% [markdown]
+# The card confirms the method to three digits: at S = 2,048 the naive call took 80.688 GB,
+# exactly the two score tensors plus the output that the shapes predict, and at S = 2,896 it
+# needed twice that and ran out. Chunked (4 columns) and global agree with their predictions as
+# well; chunked stopped on time, not memory, at S = 16,386. Two surprises, both seen on `meta`
+# first:
+#
+# - **Global attention's peak is ten times the size of k**, not two score tensors: the batched
+#   matmul broadcasts the single key (and value) head to all 8 query heads by copying it. With
+#   one head the copy disappears. At S = 741,563 the prediction (142.4 GB) still fitted the card
+#   on paper, yet the card ran out: a card holds more than the call's tensors (the CUDA context
+#   and libraries, the allocator's rounding), so the real wall comes somewhat before the
+#   predicted one.
+# - **SDPA measured 1.78 GB where `meta` predicts over 10 TB**: on CUDA its fused kernel never
+#   holds the S × S scores (the output alone is 1.78 GB), while `meta` runs the math path. It
+#   stopped on time: the S² compute remains.
+#
+# Where a CUDA GPU is present, the next cell runs the same blow-up on it (about 20 s) and shows
+# it the same way. `python scripts/record_gpu_run.py --source "..."` adds such a run to the
+# recorded ones.
 
 # %% tags=["nbval-ignore-output"]
-from course.memory import blow_up_cuda
-
 if torch.cuda.is_available():
-    runs = blow_up_cuda(R=300, H=8, c=8)
-    fig, ax = plt.subplots(figsize=(6.5, 3.8), layout="constrained")
-    for method, run in runs.items():
-        ax.loglog(run.sizes, [p / GB for p in run.peaks], "o-", label=f"{method}: {run.stopped}")
-    ax.axhline(torch.cuda.get_device_properties(0).total_memory / GB, color="grey", ls="--",
-               label="card memory")
-    ax.set(xlabel="S (sequences)", ylabel="peak GB (max_memory_allocated)",
-           title=torch.cuda.get_device_name(0))
-    ax.legend(fontsize=7)
-    plt.show()
+    gpu_runs.show(gpu_runs.measure(R=300, H=8, c=8, source="this notebook", log=lambda line: None))
 else:
-    print("No CUDA GPU here: the blow-up is skipped. The prediction above is what it would test.")
+    print("No CUDA GPU here: the run above, recorded on a real card, is what this cell measures.")
 
 # %% [markdown]
 # ### Chunking rescues inference, not training
@@ -559,7 +590,8 @@ print(f"one set of softmax weights for all 8 columns: {8 * 8 * 128 * 128 * 4 / 1
 # - 20,608 vs. 13,440 parameters (c_e = 64, 8 heads, c = 8, gated, Q/K/V without bias, LayerNorm
 #   excluded): the saving is in K and V.
 # - Memory grows as S² (plain) vs. S (global); predicted from shapes on `meta`, confirmed by the
-#   profiler, the naive core of one layer fills 24/40/80 GB at S ≈ 1,110 / 1,435 / 2,033.
+#   profiler, the naive core of one layer fills 24/40/80 GB at S ≈ 1,110 / 1,435 / 2,033. On a
+#   real card (an NVIDIA H200) it took 80.688 GB at S = 2,048, as predicted, and ran out at 2,896.
 # - The 250 GB at S = 5120 is real but not a wall: chunking columns fits inference in a few GB.
 #   It does not help training, where every chunk's weights are kept for the backward pass.
 # - Next: [lesson 06, gating](06_gating.ipynb).

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The two programs the tests need beyond Python, from Debian's packages (called by `make test`):
+#   chromium    /usr/bin/chromium, the browser that tests/test_browser.py drives with pip's
+#               playwright (playwright never downloads a browser here)
+#   bubblewrap  `bwrap`, the sandbox the grader runs each student's notebooks in
+# Installs what is missing with apt-get (through sudo when not root). Where it cannot (no
+# apt-get, no root and no sudo that works without a terminal), it stops at once and prints the
+# one command that fixes it. Silent and fast when both are there; safe to run again.
+#
+# For its tests: COURSE_CHROMIUM (as tests/browser.py) names the browser file to look for, and
+# PATH decides which apt-get, sudo, id and bwrap it finds.
+set -euo pipefail
+
+chromium=${COURSE_CHROMIUM:-/usr/bin/chromium}
+missing=()
+[ -x "$chromium" ] || missing+=(chromium)
+command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+fix="sudo apt-get update && sudo apt-get install -y ${missing[*]}"
+give_up() {
+  {
+    echo "The tests need Debian's ${missing[*]} (the browser test and the grader's sandbox): $1"
+    echo "Install with:  $fix"
+    echo "then run the same command again."
+  } >&2
+  exit 1
+}
+
+command -v apt-get >/dev/null 2>&1 \
+  || give_up "no apt-get here. Install the packages named ${missing[*]} with your system's package manager."
+if [ "$(id -u)" = 0 ]; then
+  as_root=()
+elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+  as_root=(sudo -n)
+elif command -v sudo >/dev/null 2>&1 && [ -t 0 ]; then
+  as_root=(sudo)  # asks for the password on this terminal
+else
+  give_up "installing them needs root, and sudo cannot ask for a password here."
+fi
+
+echo "installing Debian's ${missing[*]} for the tests (apt-get, once per machine)"
+export DEBIAN_FRONTEND=noninteractive
+# wait for another apt (a second `make test`, unattended upgrades) instead of failing on its lock
+apt=(apt-get -o DPkg::Lock::Timeout=120)
+"${as_root[@]}" "${apt[@]}" update -qq || give_up "apt-get update failed (see above)."
+"${as_root[@]}" "${apt[@]}" install -y -qq "${missing[@]}" >/dev/null \
+  || give_up "apt-get install failed (see above)."
+
+[ -x "$chromium" ] || give_up "apt-get installed chromium, but $chromium is still missing."
+command -v bwrap >/dev/null 2>&1 || give_up "apt-get installed bubblewrap, but bwrap is not on PATH."
+echo "installed: $("$chromium" --version 2>/dev/null | head -1 || echo chromium), $(command -v bwrap)"
