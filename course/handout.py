@@ -8,7 +8,7 @@ check works without the solutions), the shipped `data/`, and `exercises/` freshl
 `solutions/` (stubs that raise NotImplementedError). Left out: `solutions/`, `tests/` (the
 mutation and notebook tests need the solutions), `docs/` (the instructors' and contributors'
 guides), CI, and the usual build output. The release gets its own README
-(`course/release/README.md`), its own tests (`course/release/tests/`, what its `make test` runs)
+(`course/release/README.md`), its own tests (`course/release/tests/`, which its `make test` runs)
 and the course's Makefile without the developers' targets (they need `solutions/`). The grader
 builds its pristine working copy with the same function, so a grading kernel never has the
 reference code on its path.
@@ -25,8 +25,10 @@ from course import ROOT
 from course.workspace import SKIP
 
 # top-level paths (relative to the course root) that stay with the instructor
-EXCLUDE = {"solutions", "tests", "docs", ".ci", "course/grading_points.toml", "course/release"}
-RELEASE = ROOT / "course" / "release"  # the release's README.md and tests/
+EXCLUDE = {"solutions", "tests", "docs", ".ci", "course/grading_points.toml",
+           "course/release/README.md"}
+RELEASE = ROOT / "course" / "release"  # the release's README.md and its tests (tests/)
+RELEASE_TESTS = "course/release/tests"  # what the release's `make test` (pytest) runs
 # Makefile targets that need solutions/ or serve the course's developers: not in the release
 DEVELOPER_TARGETS = {"notebooks", "stubs", "reference", "grade", "handout", "screenshots", "lock"}
 MARKER = ".handout"  # lets a later run replace a folder it made itself
@@ -64,8 +66,10 @@ def build(dest: Path, source: Path = ROOT) -> Path:
             old.unlink()
         write(exercises=dest / "exercises", solutions=solutions)
     shutil.copy2(RELEASE / "README.md", dest / "README.md")
-    shutil.copytree(RELEASE / "tests", dest / "tests",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    config = dest / "pytest.ini"
+    if config.exists():  # the release has no tests/: its pytest runs the release's own tests
+        config.write_text(re.sub(r"(?m)^testpaths\s*=.*$", f"testpaths = {RELEASE_TESTS}",
+                                 config.read_text()))
     makefile = source / "Makefile"
     if makefile.exists():
         (dest / "Makefile").write_text(student_makefile(makefile.read_text()))
