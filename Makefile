@@ -58,6 +58,7 @@ handout: $(STAMP)
 # Screenshots of every widget in a real browser, for the README.
 screenshots: $(STAMP)
 	$(BIN)/python -m tests.browser --screenshots docs/screenshots
+	$(BIN)/python -m tests.browser --playground --screenshots docs/screenshots
 
 # Re-pin requirements.txt from requirements.in in a scratch environment.
 lock:

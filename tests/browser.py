@@ -3,6 +3,7 @@
     python -m tests.browser                                   # every lesson with widgets
     python -m tests.browser --screenshots docs/screenshots    # and save one PNG per widget
     python -m tests.browser 01 06                             # only lessons starting with these
+    python -m tests.browser --playground --screenshots docs/screenshots   # the Voilà playground
 
 What it does, per lesson notebook that shows widgets:
   1. copies the course to a scratch folder with the solutions laid over exercises/ (as nbval does);
@@ -723,7 +724,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("prefixes", nargs="*", help="only lessons whose notebook starts with these")
     parser.add_argument("--screenshots", type=Path, help="folder for one PNG per widget")
+    parser.add_argument("--playground", action="store_true",
+                        help="the playground page (Voilà, untouched stubs) instead of the lessons")
     args = parser.parse_args(argv)
+    if args.playground:
+        return playground_main(args.screenshots)
     from course.workspace import solutions_workspace
 
     notebooks = widget_notebooks(prefixes=args.prefixes)
@@ -754,6 +759,33 @@ def main(argv=None) -> int:
                     if w.screenshot:
                         print(f"screenshot {w.screenshot} ({Path(w.screenshot).stat().st_size // 1024} KiB)")
         return 1 if failures else 0
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def playground_main(screenshots: Path | None) -> int:
+    """Serve the playground of a fresh handout with Voilà and move every control."""
+    from course.handout import build
+    from course.widgets.playground import entries
+
+    (ROOT / "build").mkdir(exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="playground-", dir=ROOT / "build"))
+    try:
+        release = build(scratch / "release")
+        if screenshots is not None:
+            Path(screenshots).mkdir(parents=True, exist_ok=True)
+            for old in Path(screenshots).glob("playground_widget*.png"):
+                old.unlink()
+        try:
+            with chromium() as browser, voila(release / "notebooks" / "playground.ipynb") as url:
+                result = exercise_page(browser, url, len(entries()), screenshots=screenshots)
+        except BrowserUnavailable as error:
+            print(f"BROWSER UNAVAILABLE: {error}", file=sys.stderr)
+            return 2
+        print(result.summary())
+        for failure in result.failures():
+            print("FAIL", failure)
+        return 1 if result.failures() else 0
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
