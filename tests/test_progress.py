@@ -68,3 +68,16 @@ def test_make_check_prints_the_table_and_exits_0():
     rows = [line for line in lines if line.split()[4:5] in (["PASS"], ["FAIL"], ["TODO"])]
     assert len(rows) == len(all_checks())
     assert "exercises pass" in lines[-1]
+
+
+def test_a_not_implemented_message_names_one_lesson():
+    """Lesson 06's check on untouched stubs stops in an earlier lesson's part of the module: the
+    message names that lesson only, never two contradicting ones."""
+    import re
+
+    from course.checks import NotImplementedYet
+    from exercises.mha import MultiHeadAttention
+
+    with pytest.raises(NotImplementedYet) as raised:
+        all_checks()["06.gate"](MultiHeadAttention, quiet=True)
+    assert len(set(re.findall(r"lesson (\d\d)", str(raised.value)))) == 1, str(raised.value)
