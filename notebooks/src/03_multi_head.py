@@ -260,7 +260,7 @@ for where, width, c_head, heads in [("MSA row/column attention", 256, 32, 8),
                                     ("extra-MSA global column attention", 64, 8, 8),
                                     ("template pointwise attention", 128, 16, 4),
                                     ("invariant point attention (scalar)", 384, 16, 12)]:
-    print(f"{where:<36} c_in={width:<4} {heads} heads x c={c_head:<3} = {heads * c_head:<4}"
+    print(f"{where:<36} c_in={width:<4} {heads:>2} heads x c={c_head:<3} = {heads * c_head:<4}"
           f" conserved: {heads * c_head == width}")
 
 # %% [markdown]
