@@ -156,24 +156,17 @@ def test_lesson_widgets_redraw_when_their_controls_move(served, name, tmp_path):
     assert not failures, "\n".join(failures)
 
 
-def test_the_playground_page_every_control_redraws(tmp_path):
+def test_the_playground_page_every_control_redraws(served, tmp_path):
     """`make playground` as a self-learner meets it: Voilà serving a fresh handout (untouched
     stubs, no solutions/), every widget of the course on the page, every control moved."""
     from course.handout import build
     from course.widgets.playground import entries
 
+    chromium, _lab = served  # one playwright per process: reuse this file's chromium
     release = build(tmp_path / "release")
     expected = len(entries())
-    try:
-        opened = browser.chromium()
-        chromium = opened.__enter__()
-    except browser.BrowserUnavailable as error:
-        pytest.fail(f"the browser could not start (a failure, not a skip): {error}", pytrace=False)
-    try:
-        with browser.voila(release / "notebooks" / "playground.ipynb") as url:
-            result = browser.exercise_page(chromium, url, expected, screenshots=tmp_path / "shots")
-    finally:
-        opened.__exit__(None, None, None)
+    with browser.voila(release / "notebooks" / "playground.ipynb") as url:
+        result = browser.exercise_page(chromium, url, expected, screenshots=tmp_path / "shots")
     print(result.summary())
     assert len(result.widgets) == expected
     assert all(w.controls for w in result.widgets), "a playground widget without controls"
