@@ -20,7 +20,7 @@ LAB_ARGS ?=
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 PYTEST_ARGS ?=
 
-.PHONY: lab test system-packages venv notebooks stubs reference grade handout screenshots lock clean
+.PHONY: lab test system-packages venv check playground notebooks stubs reference grade handout screenshots lock clean
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR) $(ROOT_FLAG) $(LAB_ARGS) notebooks/00_start_here.ipynb
@@ -37,6 +37,15 @@ venv: $(STAMP)
 $(STAMP): requirements.txt scripts/setup_venv.sh
 	PYTHON=$(PYTHON) TORCH=$(TORCH) bash scripts/setup_venv.sh $(VENV)
 	touch $@
+
+# A table of every exercise: PASS, FAIL with the first line of the reason, or TODO (exit 0).
+check: $(STAMP)
+	$(BIN)/python -m course.progress
+
+# Every widget of the course on one page, served by Voilà; works before any exercise is written.
+PLAYGROUND_ARGS ?=
+playground: $(STAMP)
+	$(BIN)/python -m course.playground $(PLAYGROUND_ARGS)
 
 # Re-execute every lesson notebook against the solutions and store the outputs (commit them).
 notebooks: $(STAMP)
@@ -62,6 +71,7 @@ handout: $(STAMP)
 # Screenshots of every widget in a real browser, for the README.
 screenshots: $(STAMP)
 	$(BIN)/python -m tests.browser --screenshots docs/screenshots
+	$(BIN)/python -m tests.browser --playground --screenshots docs/screenshots
 
 # Re-pin requirements.txt from requirements.in in a scratch environment.
 lock:

@@ -6,13 +6,17 @@ The handout holds the notebooks (with their committed outputs), the machinery in
 (checks, widgets, plots), the recorded reference results in `course/reference_data/` (so every
 check works without the solutions), the shipped `data/`, and `exercises/` freshly generated from
 `solutions/` (stubs that raise NotImplementedError). Left out: `solutions/`, `tests/` (the
-mutation and notebook tests need the solutions), the instructors' guide, and the usual build
-output. The grader builds its pristine working copy with the same function, so a grading kernel
-never has the reference code on its path.
+mutation and notebook tests need the solutions), `docs/` (the instructors' and contributors'
+guides), CI, and the usual build output. The release gets its own README
+(`course/release/README.md`), its own tests (`course/release/tests/`, which its `make test` runs)
+and the course's Makefile without the developers' targets (they need `solutions/`). The grader
+builds its pristine working copy with the same function, so a grading kernel never has the
+reference code on its path.
 """
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -21,7 +25,12 @@ from course import ROOT
 from course.workspace import SKIP
 
 # top-level paths (relative to the course root) that stay with the instructor
-EXCLUDE = {"solutions", "tests", "docs/instructors.md", "course/grading_points.toml"}
+EXCLUDE = {"solutions", "tests", "docs", ".ci", "course/grading_points.toml",
+           "course/release/README.md"}
+RELEASE = ROOT / "course" / "release"  # the release's README.md and its tests (tests/)
+RELEASE_TESTS = "course/release/tests"  # what the release's `make test` (pytest) runs
+# Makefile targets that need solutions/ or serve the course's developers: not in the release
+DEVELOPER_TARGETS = {"notebooks", "stubs", "reference", "grade", "handout", "screenshots", "lock"}
 MARKER = ".handout"  # lets a later run replace a folder it made itself
 
 
@@ -56,8 +65,45 @@ def build(dest: Path, source: Path = ROOT) -> Path:
         for old in (dest / "exercises").glob("*.py"):
             old.unlink()
         write(exercises=dest / "exercises", solutions=solutions)
+    shutil.copy2(RELEASE / "README.md", dest / "README.md")
+    config = dest / "pytest.ini"
+    if config.exists():  # the release has no tests/: its pytest runs the release's own tests
+        config.write_text(re.sub(r"(?m)^testpaths\s*=.*$", f"testpaths = {RELEASE_TESTS}",
+                                 config.read_text()))
+    makefile = source / "Makefile"
+    if makefile.exists():
+        (dest / "Makefile").write_text(student_makefile(makefile.read_text()))
     (dest / MARKER).write_text("made by `python -m course.handout`; safe to delete\n")
     return dest
+
+
+def student_makefile(text: str, drop=DEVELOPER_TARGETS) -> str:
+    """The Makefile without the rules of `drop` (and the comment lines just above each)."""
+    rule = re.compile(r"^([A-Za-z0-9_.-]+)\s*:(?!=)")
+    kept: list[str] = []
+    pending: list[str] = []  # comment lines waiting for the line they describe
+    skipping = False
+    for line in text.splitlines(keepends=True):
+        if skipping and (line.startswith("\t") or (line.strip() and not rule.match(line)
+                                                     and line.startswith(" "))):
+            continue  # a recipe line of a dropped rule
+        skipping = False
+        if line.startswith("#"):
+            pending.append(line)
+            continue
+        match = rule.match(line)
+        if match and match[1] in drop:
+            skipping, pending = True, []
+            continue
+        if line.startswith(".PHONY:"):
+            names = [n for n in line.split(":", 1)[1].split() if n not in drop]
+            line = ".PHONY: " + " ".join(names) + "\n"
+        if not line.strip() and kept and not kept[-1].strip() and not pending:
+            continue  # one blank line where a rule was
+        kept += pending + [line]
+        pending = []
+    kept += pending
+    return "".join(kept)
 
 
 def problems(handout: Path) -> list[str]:

@@ -1,4 +1,4 @@
-"""Reference implementations of every exercise: the single source of truth.
-
-`exercises/` holds the student's copy, generated from these files by `make stubs`.
+"""Your code: one file per topic, each exercise a function or class whose body raises
+NotImplementedError until you write it. The lessons import these files (with autoreload), their
+check cells test them, and `make check` shows where you stand on every exercise.
 """

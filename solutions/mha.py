@@ -28,6 +28,26 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
     # END SOLUTION
 
 
+def key_mask_to_flags(mask: torch.Tensor) -> torch.Tensor:
+    """Lesson 02's key mask (*, 1, L) (e.g. from `padding_mask`) as lesson 03's flags (*, L).
+
+    Lesson 02's masks have the shape of the scores (*, q, k); `MultiHeadAttention` takes one
+    flag per position instead (True = a real position), which only a mask that is the same for
+    every query can be written as. A causal mask, which differs per query, raises ValueError.
+    """
+    if mask.ndim < 2:
+        raise ValueError(f"a lesson-02 mask has a query and a key axis, got shape {tuple(mask.shape)}")
+    if not bool((mask == mask[..., :1, :]).all()):
+        raise ValueError("this mask differs between queries (a causal mask?): it has no "
+                         "one-flag-per-position form; pass it to scaled_dot_product_attention")
+    return mask[..., 0, :]
+
+
+def flags_to_key_mask(attention_mask: torch.Tensor) -> torch.Tensor:
+    """Lesson 03's flags (*, L) as a lesson-02 key mask (*, 1, L), broadcastable to (*, q, L)."""
+    return attention_mask[..., None, :]
+
+
 def masked_mean(x: torch.Tensor, mask: torch.Tensor | None, dim: int) -> torch.Tensor:
     """Mean of x over `dim`, counting only positions where mask is True.
 

@@ -3,6 +3,7 @@
     python -m tests.browser                                   # every lesson with widgets
     python -m tests.browser --screenshots docs/screenshots    # and save one PNG per widget
     python -m tests.browser 01 06                             # only lessons starting with these
+    python -m tests.browser --playground --screenshots docs/screenshots   # the Voilà playground
 
 What it does, per lesson notebook that shows widgets:
   1. copies the course to a scratch folder with the solutions laid over exercises/ (as nbval does);
@@ -234,6 +235,52 @@ def jupyterlab(root: Path, timeout: float = 180):
         shutil.rmtree(state, ignore_errors=True)
 
 
+@contextmanager
+def voila(notebook: Path, timeout: float = 180):
+    """Voilà on 127.0.0.1 serving one notebook (as `make playground` does); yields its URL."""
+    state = Path(tempfile.mkdtemp(prefix="course-voila-"))
+    for sub in ("config", "data", "runtime", "ipython"):
+        (state / sub).mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(JUPYTER_CONFIG_DIR=str(state / "config"), JUPYTER_DATA_DIR=str(state / "data"),
+               JUPYTER_RUNTIME_DIR=str(state / "runtime"), IPYTHONDIR=str(state / "ipython"),
+               PYTHONUNBUFFERED="1")
+    port = free_port()
+    log = open(state / "voila.log", "w")
+    process = subprocess.Popen([sys.executable, "-m", "voila", str(notebook), f"--port={port}",
+                                "--Voila.ip=127.0.0.1", "--no-browser",
+                                "--VoilaConfiguration.show_tracebacks=True"],
+                               cwd=Path(notebook).parent, env=env, stdout=log,
+                               stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"Voilà exited with {process.returncode}:\n"
+                                   + (state / "voila.log").read_text()[-4000:])
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=2):
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Voilà did not listen on {url} within {timeout:.0f} s:\n"
+                                   + (state / "voila.log").read_text()[-4000:])
+            time.sleep(0.3)
+        yield url
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)  # the group we started: server and kernel
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        log.close()
+        shutil.rmtree(state, ignore_errors=True)
+
+
 # -------------------------------------------------------------------------------------- browser
 
 @contextmanager
@@ -303,6 +350,7 @@ JS_KIND = """(el, selectors) => {
 
 JS_KERNEL_STATUS = """() => {
   const panel = window.__coursePanel;
+  if (panel === undefined) return 'idle';  // a Voilà page: no notebook panel to ask
   const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
   return kernel ? kernel.status : 'no kernel';
 }"""
@@ -519,6 +567,50 @@ def _screenshot(root, path: Path) -> None:
         pass
 
 
+def _exercise_widgets(page, roots, widget_cells, result, stem, screenshots, change_timeout,
+                      log) -> None:
+    """Move every control of every widget under `roots`; record what changed in `result`."""
+    for k in range(roots.count()):
+        root = roots.nth(k)
+        widget = WidgetResult(index=k + 1, cell=widget_cells[k] if k < len(widget_cells) else -1)
+        result.widgets.append(widget)
+        root.scroll_into_view_if_needed()
+        page.wait_for_timeout(200)
+        if screenshots is not None:
+            path = Path(screenshots) / f"{stem}_widget{k + 1}.png"
+            _screenshot(root, path)
+            widget.screenshot = str(path)
+        controls = root.locator(", ".join(CONTROL_SELECTORS.values()))  # in page order
+        for j in range(controls.count()):
+            control = controls.nth(j)
+            kind = control.evaluate(JS_KIND, CONTROL_SELECTORS)
+            outcome = ControlResult(kind=kind, label=_control_label(control))
+            widget.controls.append(outcome)
+            before = _settled_fingerprint(page, root)
+            value_before = _readout(control)
+            try:
+                _move(page, kind, control)
+            except Exception as error:
+                outcome.detail = f"could not be moved: {error}"
+                log(f"  {stem} widget {k + 1} {kind} '{outcome.label}': {outcome.detail}")
+                continue
+            after = _wait_change(page, root, before, change_timeout)
+            value_after = _readout(control)
+            outcome.moved = value_after != value_before
+            outcome.changed = after is not None
+            if not outcome.moved:
+                outcome.detail = f"the control did not change value (still {value_before!r})"
+            elif not outcome.changed:
+                outcome.detail = (f"moved {value_before!r} -> {value_after!r} but the output "
+                                  f"it drives did not change within {change_timeout:.0f} s "
+                                  "(is the callback broken?)")
+            log(f"  {stem} widget {k + 1} {kind} '{outcome.label}': "
+                f"{value_before!r} -> {value_after!r}, output "
+                f"{'changed' if outcome.changed else 'UNCHANGED'}")
+        if not widget.controls:
+            log(f"  {stem} widget {k + 1}: no controls (display only)")
+
+
 def exercise_notebook(browser, url: str, relative: str, screenshots: Path | None = None,
                       run_timeout: float = 300, change_timeout: float = 20,
                       log=print) -> NotebookResult:
@@ -562,46 +654,8 @@ def exercise_notebook(browser, url: str, relative: str, screenshots: Path | None
         for k in range(roots.count()):
             roots.nth(k).locator(".jupyter-widgets").first.wait_for(state="attached", timeout=60_000)
 
-        stem = Path(relative).stem
-        for k in range(roots.count()):
-            root = roots.nth(k)
-            widget = WidgetResult(index=k + 1, cell=widget_cells[k] if k < len(widget_cells) else -1)
-            result.widgets.append(widget)
-            root.scroll_into_view_if_needed()
-            page.wait_for_timeout(200)
-            if screenshots is not None:
-                path = Path(screenshots) / f"{stem}_widget{k + 1}.png"
-                _screenshot(root, path)
-                widget.screenshot = str(path)
-            controls = root.locator(", ".join(CONTROL_SELECTORS.values()))  # in page order
-            for j in range(controls.count()):
-                control = controls.nth(j)
-                kind = control.evaluate(JS_KIND, CONTROL_SELECTORS)
-                outcome = ControlResult(kind=kind, label=_control_label(control))
-                widget.controls.append(outcome)
-                before = _settled_fingerprint(page, root)
-                value_before = _readout(control)
-                try:
-                    _move(page, kind, control)
-                except Exception as error:
-                    outcome.detail = f"could not be moved: {error}"
-                    log(f"  {stem} widget {k + 1} {kind} '{outcome.label}': {outcome.detail}")
-                    continue
-                after = _wait_change(page, root, before, change_timeout)
-                value_after = _readout(control)
-                outcome.moved = value_after != value_before
-                outcome.changed = after is not None
-                if not outcome.moved:
-                    outcome.detail = f"the control did not change value (still {value_before!r})"
-                elif not outcome.changed:
-                    outcome.detail = (f"moved {value_before!r} -> {value_after!r} but the output "
-                                      f"it drives did not change within {change_timeout:.0f} s "
-                                      "(is the callback broken?)")
-                log(f"  {stem} widget {k + 1} {kind} '{outcome.label}': "
-                    f"{value_before!r} -> {value_after!r}, output "
-                    f"{'changed' if outcome.changed else 'UNCHANGED'}")
-            if not widget.controls:
-                log(f"  {stem} widget {k + 1}: no controls (display only)")
+        _exercise_widgets(page, roots, widget_cells, result, Path(relative).stem, screenshots,
+                          change_timeout, log)
         # errors raised by callbacks while controls moved
         for cell in page.evaluate(JS_CELLS):
             if cell["type"] == "code" and cell["errors"] and "raises-exception" not in cell["tags"]:
@@ -614,6 +668,39 @@ def exercise_notebook(browser, url: str, relative: str, screenshots: Path | None
             page.evaluate(JS_SHUTDOWN)
         except Exception:
             pass
+        page.close()
+    return result
+
+
+def exercise_page(browser, url: str, expected: int, name: str = "playground",
+                  screenshots: Path | None = None, change_timeout: float = 20,
+                  load_timeout: float = 300, log=print) -> NotebookResult:
+    """A Voilà page (the playground): wait for its `expected` widgets, move every control."""
+    result = NotebookResult(notebook=name, expected_widgets=expected)
+    start = time.perf_counter()
+    page = browser.new_page(viewport={"width": 1280, "height": 900}, device_scale_factor=1)
+    page.set_default_timeout(30_000)
+    try:
+        # Voilà runs the whole notebook before it sends the page
+        page.goto(url, wait_until="domcontentloaded", timeout=int(load_timeout * 1000))
+        roots = page.locator(".jp-OutputArea-output:has(> .jupyter-widgets)")
+        deadline = time.monotonic() + load_timeout
+        while roots.count() < expected and time.monotonic() < deadline:
+            time.sleep(0.5)
+        result.run_all_ok = roots.count() >= expected
+        for error in page.locator(".jp-OutputArea-output[data-mime-type*='stderr'], "
+                                  ".jp-RenderedText[data-mime-type*='error']").all():
+            result.cell_errors.append(f"the page shows an error: {error.inner_text()[:300]}")
+        for k in range(roots.count()):
+            roots.nth(k).locator(".jupyter-widgets").first.wait_for(state="attached", timeout=60_000)
+        _exercise_widgets(page, roots, [1] * roots.count(), result, name, screenshots,
+                          change_timeout, log)
+        if not result.run_all_ok:
+            where = Path(tempfile.gettempdir()) / f"{name}_FAILED.png"
+            page.screenshot(path=str(where), full_page=True)
+            result.cell_errors.append(f"{roots.count()} of {expected} widgets rendered; the page: {where}")
+    finally:
+        result.seconds = time.perf_counter() - start
         page.close()
     return result
 
@@ -637,7 +724,11 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("prefixes", nargs="*", help="only lessons whose notebook starts with these")
     parser.add_argument("--screenshots", type=Path, help="folder for one PNG per widget")
+    parser.add_argument("--playground", action="store_true",
+                        help="the playground page (Voilà, untouched stubs) instead of the lessons")
     args = parser.parse_args(argv)
+    if args.playground:
+        return playground_main(args.screenshots)
     from course.workspace import solutions_workspace
 
     notebooks = widget_notebooks(prefixes=args.prefixes)
@@ -668,6 +759,33 @@ def main(argv=None) -> int:
                     if w.screenshot:
                         print(f"screenshot {w.screenshot} ({Path(w.screenshot).stat().st_size // 1024} KiB)")
         return 1 if failures else 0
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def playground_main(screenshots: Path | None) -> int:
+    """Serve the playground of a fresh handout with Voilà and move every control."""
+    from course.handout import build
+    from course.widgets.playground import entries
+
+    (ROOT / "build").mkdir(exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix="playground-", dir=ROOT / "build"))
+    try:
+        release = build(scratch / "release")
+        if screenshots is not None:
+            Path(screenshots).mkdir(parents=True, exist_ok=True)
+            for old in Path(screenshots).glob("playground_widget*.png"):
+                old.unlink()
+        try:
+            with chromium() as browser, voila(release / "notebooks" / "playground.ipynb") as url:
+                result = exercise_page(browser, url, len(entries()), screenshots=screenshots)
+        except BrowserUnavailable as error:
+            print(f"BROWSER UNAVAILABLE: {error}", file=sys.stderr)
+            return 2
+        print(result.summary())
+        for failure in result.failures():
+            print("FAIL", failure)
+        return 1 if result.failures() else 0
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -156,6 +156,26 @@ def test_lesson_widgets_redraw_when_their_controls_move(served, name, tmp_path):
     assert not failures, "\n".join(failures)
 
 
+def test_the_playground_page_every_control_redraws(served, tmp_path):
+    """`make playground` as a self-learner meets it: Voilà serving a fresh handout (untouched
+    stubs, no solutions/), every widget of the course on the page, every control moved."""
+    from course.handout import build
+    from course.widgets.playground import entries
+
+    chromium, _lab = served  # one playwright per process: reuse this file's chromium
+    release = build(tmp_path / "release")
+    expected = len(entries())
+    with browser.voila(release / "notebooks" / "playground.ipynb") as url:
+        result = browser.exercise_page(chromium, url, expected, screenshots=tmp_path / "shots")
+    print(result.summary())
+    assert len(result.widgets) == expected
+    assert all(w.controls for w in result.widgets), "a playground widget without controls"
+    for widget in result.widgets:
+        assert Path(widget.screenshot).stat().st_size > 2000, "empty screenshot"
+    failures = result.failures()
+    assert not failures, "\n".join(failures)
+
+
 def test_a_broken_callback_fails_the_browser_test(served):
     """base.py's first control of every widget raises instead of redrawing: each is reported."""
     result = exercise(served, f"broken/notebooks/{DEMO_NAME}", change_timeout=6)

@@ -93,7 +93,7 @@ class Check:
             raise NotImplementedYet(
                 f"NOT IMPLEMENTED YET: {self.id} calls `{self.attribute}` in "
                 f"exercises/{self.module}.py, which still raises NotImplementedError "
-                f"({err}). Write it (lesson {self.lesson}), then rerun this cell."
+                f"({err}). Write that part, then rerun this cell."
             ) from None
         except CheckFailed:
             raise

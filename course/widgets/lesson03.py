@@ -80,9 +80,11 @@ def draw_heads(fig, c_in: int, N_head: int, widened: bool) -> None:
     curves = parameter_curves(c_in)
     left_fig, right_fig = fig.subfigures(1, 2, width_ratios=[1, 1.3])
     ax = left_fig.subplots()
+    # the estimate lies almost exactly under the conserved curve: a wide pale band shows it there
+    ax.plot(curves["N_head"], curves["estimate"], color="tab:grey", lw=7, alpha=0.35,
+            solid_capstyle="butt", label="4·c_in² (grey band, under the blue)")
     ax.plot(curves["N_head"], curves["conserved"], marker="o", label="c = c_in / N_head")
     ax.plot(curves["N_head"], curves["widened"], marker="s", ls="--", label="c = c_in (widened)")
-    ax.plot(curves["N_head"], curves["estimate"], color="grey", ls=":", label="4·c_in²")
     current = count_parameters(c_in, N_head, widened)
     ax.plot([N_head], [current], "o", ms=12, mfc="none", mec="tab:red")
     ax.set_xscale("log", base=2)
@@ -102,8 +104,9 @@ def draw_heads(fig, c_in: int, N_head: int, widened: bool) -> None:
         if h >= shown:
             head_ax.axis("off")
             continue
-        head_ax.imshow(weights[h].numpy(), vmin=0, vmax=float(weights.max()), cmap="viridis")
+        image = head_ax.imshow(weights[h].numpy(), vmin=0, vmax=float(weights.max()), cmap="viridis")
         head_ax.set_title(f"head {h}", fontsize=8)
+    right_fig.colorbar(image, ax=axes, shrink=0.8, label="weight")  # one scale for every head
     right_fig.suptitle(f"weights (query rows, key columns), c={head_width(c_in, N_head, widened)}"
                        + (f", first 8 of {N_head}" if N_head > 8 else ""), fontsize=9)
 

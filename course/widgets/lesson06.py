@@ -42,7 +42,8 @@ def draw_gate(fig, **logits) -> None:
     values = [logits[f"g{i}"] for i in range(len(logits))]
     result = gate_demo(values)
     ax_weights, ax_gate, ax_o, ax_gated = fig.subplots(1, 4, width_ratios=[5, 4, 4, 4])
-    ax_weights.imshow(result["weights"].numpy(), cmap="viridis", vmin=0, vmax=1)
+    image = ax_weights.imshow(result["weights"].numpy(), cmap="viridis", vmin=0, vmax=1)
+    fig.colorbar(image, ax=ax_weights, shrink=0.8, label="weight")
     ax_weights.set(title="attention weights\n(unchanged by the gate)", xlabel="key",
                    ylabel="query")
     channels = range(len(values))
@@ -52,8 +53,9 @@ def draw_gate(fig, **logits) -> None:
                 title=f"gate (sum {result['gate'].sum().item():.2f}:\nno normalisation)")
     limit = result["o"].abs().max().item()
     for ax, key, title in [(ax_o, "o", "o (before the gate)"), (ax_gated, "gated", "gate ⊙ o")]:
-        ax.imshow(result[key].numpy(), cmap="coolwarm", vmin=-limit, vmax=limit)
+        image = ax.imshow(result[key].numpy(), cmap="coolwarm", vmin=-limit, vmax=limit)
         ax.set(title=title, xlabel="channel", ylabel="token", xticks=list(channels))
+    fig.colorbar(image, ax=[ax_o, ax_gated], shrink=0.8, label="value (same scale)")
 
 
 def gate_explorer(n_channels: int = N_CHANNELS) -> widgets.VBox:

@@ -1,6 +1,9 @@
 # %% [markdown]
 # # Lesson 00: start here
 #
+# **Prerequisites:** none from the course; Python and a first look at PyTorch tensors help. Each
+# later lesson builds on the exercises of the lessons before it and says which at its top.
+#
 # This course builds attention in PyTorch from the ground up: Q, K, V by hand, one head, many
 # heads, attention bias, AlphaFold2's global column attention and output gate, and finally the
 # 2025 gated-attention paper, whose claims you will test yourself on a laptop CPU.
@@ -21,7 +24,7 @@ import course_setup  # noqa: F401  (puts the course on the path, turns on autore
 # |---|---|---|
 # | `notebooks/` | one notebook per lesson: explanations, experiments, plots, check cells | run it, play with it |
 # | `exercises/` | the functions and classes you implement, one file per topic | **yes: your code goes here** |
-# | `solutions/` | the reference code (same files, same names) | look only when stuck |
+# | `data/` | small data files some lessons read | no |
 # | `course/` | the machinery: checks, widgets, plots | no |
 #
 # Each exercise is a function in `exercises/*.py` whose body raises `NotImplementedError`.
@@ -35,7 +38,9 @@ import course_setup  # noqa: F401  (puts the course on the path, turns on autore
 # expected and got, how large the difference is, and what the bug most likely is.
 #
 # The notebooks you opened were run against the reference solutions, so every check cell already
-# shows `PASS`. Run a check cell yourself and it tests *your* code.
+# shows `PASS`. Run a check cell yourself and it tests *your* code. For every exercise at once,
+# run `make check` in a terminal in the course folder: one line per exercise, PASS, FAIL with the
+# reason, or TODO.
 
 # %% [markdown]
 # ## Your environment

@@ -1,6 +1,8 @@
 # %% [markdown]
 # # Lesson 01: Q, K, V by hand
 #
+# **Prerequisites:** lesson 00 (where your code goes, how a check cell reports).
+#
 # **In this lesson you will**
 # - read attention as a soft lookup: a query compared with keys, the values mixed by the result;
 # - recompute, in code, the worked examples of the course's source notes (with corrected values

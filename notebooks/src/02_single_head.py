@@ -1,6 +1,9 @@
 # %% [markdown]
 # # Lesson 02: single-head attention
 #
+# **Prerequisites:** lesson 01's `stable_softmax` and `scaled_scores` (`exercises/softmax.py`):
+# your attention calls them.
+#
 # **In this lesson you will**
 # - turn lesson 01's pieces into `scaled_dot_product_attention(q, k, v, bias, mask)`, which works
 #   over any number of leading batch axes;

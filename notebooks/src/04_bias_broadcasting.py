@@ -1,6 +1,9 @@
 # %% [markdown]
 # # Lesson 04: attention bias and broadcasting
 #
+# **Prerequisites:** lesson 02's `scaled_dot_product_attention` and lesson 03's
+# `MultiHeadAttention` (`exercises/mha.py`): this lesson adds biases to them.
+#
 # **In this lesson you will**
 # - see what an additive bias on the scores does, and move one with a slider;
 # - build the bias family in code: padding mask, ALiBi, T5's bucketed relative positions and
@@ -89,13 +92,17 @@ print("bias form == boolean mask:", torch.allclose(by_bias, by_mask, rtol=0, ato
 #
 # ALiBi (Press et al., 2022) adds −m_h·|i − j|: the further the key, the lower its score, with a
 # different slope m_h per head, so some heads look far and others only nearby. No parameters at
-# all; the slopes form a geometric sequence 2^(−8/N_head), 2^(−16/N_head), … (for 8 heads: 1/2,
-# 1/4, …, 1/256). It was made for causal language models, where only j ≤ i counts.
+# all; for a power-of-two head count the slopes form a geometric sequence 2^(−8/N_head),
+# 2^(−16/N_head), … (for 8 heads: 1/2, 1/4, …, 1/256). For other head counts `alibi_slopes`
+# follows the authors' code: the slopes of the power of two below, then every other slope of
+# twice that count (the cell prints 6 heads). It was made for causal language models, where only
+# j ≤ i counts.
 
 # %%
 from exercises.bias import alibi_bias, alibi_slopes
 
 print("slopes for 8 heads:", alibi_slopes(8))
+print("slopes for 6 heads:", alibi_slopes(6))
 alibi = alibi_bias(8, 8)  # (N_head, L, L)
 print("ALiBi bias", tuple(alibi.shape), "head 0, query 0:", alibi[0, 0])
 
@@ -115,8 +122,10 @@ plt.show()
 # **bucket** of relative position j − i. Small distances get their own bucket; larger ones share
 # buckets whose width grows logarithmically, and the last bucket takes every distance from some
 # point on (91 with the default `max_distance=128`), however far. With the default 32 buckets in
-# both directions, 16 are for keys after the query and 16 for the rest, and in each half the
-# first 8 are exact distances 0 to 7:
+# both directions, 16 are for keys after the query and 16 for the rest. In the "before" half
+# (j ≤ i) buckets 0 to 7 are the exact distances 0 to 7; in the "after" half distances 1 to 7
+# map to buckets 17 to 23, and bucket 16 (distance 0 after the query) is never used, because
+# j − i = 0 already falls in the first half:
 
 # %%
 from exercises.bias import RelativePositionBias, relative_position_bucket
@@ -129,6 +138,9 @@ distances = torch.arange(-150, 151)
 all_buckets = relative_position_bucket(distances)
 print("last bucket after the query starts at j - i =", distances[all_buckets == 31].min().item(),
       "; before it at j - i =", distances[all_buckets == 15].max().item())
+print("after the query, j - i = 1..7 -> buckets", relative_position_bucket(torch.arange(1, 8)).tolist(),
+      "; bucket 16 used for some j - i in -300..300:",
+      bool((relative_position_bucket(torch.arange(-300, 301)) == 16).any()))
 
 plt.figure(figsize=(7, 2.6))
 plt.step(distances.numpy(), all_buckets.numpy(), where="mid")

@@ -1,6 +1,9 @@
 # %% [markdown]
 # # Lesson 05: global attention, and why column attention runs out of memory
 #
+# **Prerequisites:** lesson 03's `MultiHeadAttention` (lesson 05 extends it; its lesson-03
+# parts must work first) and lesson 04's toy MSA.
+#
 # AlphaFold2 reads a multiple sequence alignment (MSA): S related sequences, R positions each.
 # Row attention lets the positions of one sequence talk; column attention lets the sequences of
 # one position talk. Column attention is where the evolutionary evidence comes from, and it is

@@ -1,6 +1,9 @@
 # %% [markdown]
 # # Lesson 06: gating, and the full AlphaFold2 attention module
 #
+# **Prerequisites:** lessons 03–05: your `MultiHeadAttention` from lesson 03, with lesson 05's
+# `masked_mean` and `is_global` (the full-module check runs global attention too).
+#
 # Every attention module of AlphaFold2's Evoformer ends the same way: before the output
 # projection, the attention output is multiplied, channel by channel, by a sigmoid "gate"
 # computed from the module's input. This lesson adds that gate to your `MultiHeadAttention`,

@@ -1,0 +1,14 @@
+# %% [markdown]
+# # The attention course: playground
+#
+# Every widget of the course on one page: move a control and its figure redraws. Nothing to
+# write first; the widgets use the course's own code, never your exercises. Each one names the
+# lesson it comes from, where the ideas behind it are explained and measured.
+#
+# Served by `make playground` (Voilà); in JupyterLab, run this cell.
+
+# %%
+import course_setup  # noqa: F401  (puts the course on the path)
+from course.widgets.playground import show_all
+
+show_all()

@@ -1,0 +1,84 @@
+"""The playground (`make playground`): which widgets it shows, and that none needs exercises/.
+
+The real-browser test of the page is in tests/test_browser.py."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+from course import ROOT
+from course.playground import NOTEBOOK, render
+from course.widgets import playground
+
+
+def test_every_widget_module_of_a_lesson_is_on_the_page():
+    shown = {e.target.split(":")[0] for e in playground.entries()}
+    modules = {p.stem for p in (ROOT / "course" / "widgets").glob("lesson[0-9][0-9].py")}
+    assert modules <= shown, f"widget modules missing from the playground: {modules - shown}"
+
+
+def test_every_registered_widget_exists_and_names_its_lesson_notebook():
+    for entry in playground.entries():
+        module, function = entry.target.split(":")
+        assert callable(getattr(__import__(f"course.widgets.{module}", fromlist=[function]), function))
+        assert entry.notebook is not None, f"{entry.target}: no notebooks/{entry.lesson}_*.ipynb"
+        assert f"notebooks/{entry.notebook}" in playground.lesson_link(entry)
+
+
+def test_a_new_lessons_explorer_is_discovered_by_convention(tmp_path, monkeypatch):
+    """A lessonNN.py with a `*_explorer()` (no required argument) appears with no registry line."""
+    import course.widgets
+
+    (tmp_path / "lesson97.py").write_text(textwrap.dedent('''
+        import ipywidgets as widgets
+
+        def toy_explorer(n: int = 3):
+            """A toy widget for the test."""
+            return widgets.IntSlider(value=n)
+
+        def needs_data_explorer(data):
+            return widgets.Label(str(data))
+    '''))
+    monkeypatch.setattr(course.widgets, "__path__", [*course.widgets.__path__, str(tmp_path)])
+    found = {e.target: e for e in playground.entries()}
+    assert found["lesson97:toy_explorer"].title == "A toy widget for the test"
+    assert "lesson97:needs_data_explorer" not in found  # only a registry entry can pass `data`
+    assert found["lesson97:toy_explorer"].build().value == 3
+    sys.modules.pop("course.widgets.lesson97", None)
+
+
+def test_the_widgets_build_without_exercises_or_solutions():
+    """Import of `exercises` or `solutions` is forbidden while every widget builds and redraws."""
+    script = textwrap.dedent('''
+        import sys
+        class Block:
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] in ("exercises", "solutions"):
+                    raise ImportError(f"the playground imported {name}")
+        sys.meta_path.insert(0, Block())
+        from course.widgets.playground import entries, header
+        for entry in entries():
+            widget = entry.build()
+            header(entry)
+            if hasattr(widget, "redraw"):
+                widget.redraw()
+            print("built", entry.target)
+    ''')
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, env={"PYTHONPATH": str(ROOT), "PATH": ""})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("built") == len(playground.entries())
+
+
+def test_the_committed_page_is_written_from_its_source():
+    assert json.loads(NOTEBOOK.read_text()) == json.loads(render()), (
+        "notebooks/playground.ipynb is stale: run `python -m course.playground --write`")
+
+
+def test_the_repository_setting_agrees_everywhere():
+    from course.repository import current, disagreements
+
+    assert "/" in current()
+    assert disagreements() == []

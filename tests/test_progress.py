@@ -1,0 +1,83 @@
+"""`make check`: the progress table over every exercise (course/progress.py)."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from course import ROOT
+from course.checks import all_checks
+from course.progress import progress, table
+
+
+def statuses(rows):
+    return {row.check: row.status for row in rows}
+
+
+def test_untouched_stubs_are_all_todo():
+    rows = progress("exercises")
+    assert [r.check for r in rows if r.status != "TODO"] == []
+    assert sorted(statuses(rows)) == sorted(all_checks())  # every check, discovered
+
+
+def test_the_lesson_column_is_the_checks_lesson_not_its_id():
+    rows = {r.check: r for r in progress("exercises")}
+    for check in all_checks().values():
+        assert rows[check.id].lesson == check.lesson
+    assert rows["07.gate_elementwise"].lesson == "08"
+
+
+def test_the_solutions_pass_every_check():
+    assert set(statuses(progress("solutions")).values()) == {"PASS"}
+
+
+@pytest.fixture
+def student(tmp_path, monkeypatch):
+    """A student's package: the solutions with one bug and one file that does not parse."""
+    package = tmp_path / "student_work"
+    shutil.copytree(ROOT / "solutions", package, ignore=shutil.ignore_patterns("__pycache__"))
+    softmax = package / "softmax.py"
+    text = softmax.read_text()
+    assert "/ math.sqrt(c)" in text
+    softmax.write_text(text.replace("/ math.sqrt(c)", "/ c"))
+    (package / "warmup.py").write_text("def batched_dot(a, b)\n    return a\n")  # no colon
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "student_work"
+
+
+def test_a_bug_is_a_fail_with_its_reason_and_the_rest_still_runs(student):
+    rows = {r.check: r for r in progress(student)}
+    assert rows["00.batched_dot"].status == "FAIL"
+    assert "SyntaxError" in rows["00.batched_dot"].reason
+    assert rows["01.scaled_scores"].status == "FAIL"
+    assert "max |expected - got|" in rows["01.scaled_scores"].reason
+    assert "[case '" in rows["01.scaled_scores"].reason
+    assert rows["02.causal_mask"].status == "PASS"
+    text = table(list(rows.values()))
+    assert "FAIL" in text and "\n" not in rows["01.scaled_scores"].reason
+
+
+def test_make_check_prints_the_table_and_exits_0():
+    done = subprocess.run([sys.executable, "-m", "course.progress"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == ["lesson", "check", "exercise", "status"]
+    rows = [line for line in lines if line.split()[4:5] in (["PASS"], ["FAIL"], ["TODO"])]
+    assert len(rows) == len(all_checks())
+    assert "exercises pass" in lines[-1]
+
+
+def test_a_not_implemented_message_names_one_lesson():
+    """Lesson 06's check on untouched stubs stops in an earlier lesson's part of the module: the
+    message names that lesson only, never two contradicting ones."""
+    import re
+
+    from course.checks import NotImplementedYet
+    from exercises.mha import MultiHeadAttention
+
+    with pytest.raises(NotImplementedYet) as raised:
+        all_checks()["06.gate"](MultiHeadAttention, quiet=True)
+    assert len(set(re.findall(r"lesson (\d\d)", str(raised.value)))) == 1, str(raised.value)
