@@ -176,7 +176,7 @@ def _rms(d_model, x, seed, eps=None):
     def run(cls):
         module = cls(d_model) if eps is None else cls(d_model, eps=eps)
         fill_parameters(module, seed)
-        return module(x)
+        return module(x.clone())  # a buggy in-place norm must not spoil x for later runs
     return run
 
 
