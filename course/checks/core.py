@@ -145,8 +145,8 @@ CUT_GRADIENT_HINT = ("the output is right but no gradient reaches {name}: someth
                      "to the output is cut (.detach(), torch.no_grad(), .data, .item() or a new "
                      "torch.tensor(...)), so it would never learn")
 WRONG_GRADIENT_HINT = ("the output is right but the gradient with respect to {name} differs: part "
-                       "of its path to the output is cut (e.g. `{name}.detach()` in one branch, "
-                       "or a branch computed under torch.no_grad())")
+                       "of its path to the output is cut (e.g. a .detach() in one of the branches "
+                       "it feeds, or a branch computed under torch.no_grad())")
 
 
 def choose_hint(case: Case, expected: Outputs, got: Outputs, key: str | None,
@@ -157,17 +157,26 @@ def choose_hint(case: Case, expected: Outputs, got: Outputs, key: str | None,
         if hint:
             return hint
     if key is not None and key.startswith("grad ") and "output" in expected \
-            and first_difference({"output": expected["output"]}, {"output": got["output"]},
-                                 case.atol, case.rtol)[1] is None:
-        name = key.removeprefix("grad ")
-        cut = torch.isnan(got[key]).any() and not torch.isnan(expected[key]).any()
-        return (CUT_GRADIENT_HINT if cut else WRONG_GRADIENT_HINT).format(name=name)
+            and _difference("output", expected["output"], got["output"], case.atol,
+                            case.rtol) is None:
+        return _gradient_hint(case, expected, got)
     if key is not None and " shape: expected" in problem:
         want, have = tuple(expected[key].shape), tuple(got[key].shape)
         if have != want and have == tuple(d for d in want if d != 1):
             return SQUEEZE_HINT
         return case.shape_hint
     return None
+
+
+def _gradient_hint(case: Case, expected: Outputs, got: Outputs) -> str:
+    """The output agrees but gradients differ: name the cut ones if any, else the wrong ones."""
+    grads = [k for k in expected if k.startswith("grad ")]
+    wrong = [k for k in grads
+             if _difference(k, expected[k], got[k], case.atol, case.rtol) is not None]
+    cut = [k for k in wrong
+           if torch.isnan(got[k]).any() and not torch.isnan(expected[k]).any()]
+    names = ", ".join(k.removeprefix("grad ") for k in (cut or wrong))
+    return (CUT_GRADIENT_HINT if cut else WRONG_GRADIENT_HINT).format(name=names)
 
 
 class InputGuard:

@@ -92,18 +92,18 @@ def _which_scale(c: int):
         n_q, n_k = want.shape[-2], want.shape[-1]
         raw = want * math.sqrt(c)
         candidates = [
-            ("no scale at all", raw),
-            (f"c = {c}, not by its square root", raw / c),
-            (f"sqrt(number of keys) = sqrt({n_k})", raw / math.sqrt(n_k)),
-            (f"the number of keys = {n_k}", raw / n_k),
-            (f"sqrt(number of queries) = sqrt({n_q})", raw / math.sqrt(n_q)),
+            ("no scaling at all", raw),
+            (f"a division by c = {c} instead of its square root", raw / c),
+            (f"a division by sqrt(number of keys) = sqrt({n_k})", raw / math.sqrt(n_k)),
+            (f"a division by the number of keys = {n_k}", raw / n_k),
+            (f"a division by sqrt(number of queries) = sqrt({n_q})", raw / math.sqrt(n_q)),
         ]
         for label, candidate in candidates:
             if torch.allclose(candidate, want, rtol=1e-9, atol=1e-12):
                 continue  # here this wrong scale equals the right one: it cannot be told apart
             if torch.allclose(have.double(), candidate, rtol=1e-6, atol=1e-9):
-                return (f"these scores match a division by {label}: divide by sqrt(c) = "
-                        f"sqrt({c}), with c = q.shape[-1] (the channels, not a sequence length)")
+                return (f"these scores match {label}: divide by sqrt(c) = sqrt({c}), with "
+                        f"c = q.shape[-1] (the channels, not a sequence length)")
         return None
     return diagnose
 
