@@ -1,3 +1,6 @@
+from functools import partial
+
+
 def split_heads(x: torch.Tensor, N_head: int) -> torch.Tensor:
     """unflatten + movedim in place of view + transpose."""
     return x.unflatten(-1, (N_head, -1)).movedim(-2, -3)
@@ -27,11 +30,14 @@ class MultiHeadAttention(nn.Module):
         self.attn_dim = attn_dim
         self.gated = gated
         self.is_global = is_global
-        width_kv = c if is_global else N_head * c
-        self.linear_q = nn.Linear(c_in, N_head * c, bias=use_bias_for_embeddings)
-        self.linear_k = nn.Linear(c_in, width_kv, bias=use_bias_for_embeddings)
-        self.linear_v = nn.Linear(c_in, width_kv, bias=use_bias_for_embeddings)
+        # built in the order the exercise's blocks impose (lesson 03's four layers, then lesson
+        # 05's shared k and v): the lessons' cells that use PyTorch's random initialisation
+        # depend on the order the layers draw their weights in
+        projection = partial(nn.Linear, c_in, bias=use_bias_for_embeddings)
+        self.linear_q, self.linear_k, self.linear_v = (projection(N_head * c) for _ in "qkv")
         self.linear_o = nn.Linear(N_head * c, c_in)
+        if is_global:
+            self.linear_k, self.linear_v = projection(c), projection(c)
         if gated:
             self.linear_g = nn.Linear(c_in, N_head * c)
             nn.init.zeros_(self.linear_g.weight)
