@@ -152,6 +152,10 @@ MUTANTS = [
            "squeeze() drops the size-1 axes of one query and one key"),
     # 02.single_head
     Mutant("02.single_head", "attention.py",
+           "return self.linear_o(scaled_dot_product_attention(q, k, v, bias=bias, mask=mask))",
+           "return self.linear_o(scaled_dot_product_attention(q, k, v, bias=bias, mask=mask)).squeeze()",
+           SQUEEZED, "squeeze() on the output drops a batch of one and a sequence of one token"),
+    Mutant("02.single_head", "attention.py",
            "        q, k, v = self.linear_q(x), self.linear_k(x), self.linear_v(x)",
            "        with torch.no_grad():\n"
            "            q, k, v = self.linear_q(x), self.linear_k(x), self.linear_v(x)", CUT,

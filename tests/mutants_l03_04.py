@@ -51,6 +51,12 @@ MUTANTS = [
     Mutant("03.multi_head_attention", "mha.py", "v = split_heads(self.linear_v(x), self.N_head)",
            "v = split_heads(self.linear_v(x).detach(), self.N_head)", CUT + " linear_v.weight",
            "values detached: x's gradient misses the value path, linear_v never learns"),
+    Mutant("03.multi_head_attention", "mha.py",
+           "q = split_heads(self.linear_q(x), self.N_head)  # (*, N_head, L, c)",
+           "if attention_mask is not None:\n"
+           "            x.masked_fill_(~attention_mask[..., None], 0.0)\n"
+           "        q = split_heads(self.linear_q(x), self.N_head)", IN_PLACE,
+           "zeroes the padding positions of the caller's x in place"),
     Mutant("03.multi_head_attention", "mha.py", "return merge_heads(o)", "return merge_heads(o.squeeze())",
            "N_head = 1", "squeeze() on the heads' output drops the head and batch axes of size 1"),
     Mutant("03.multi_head_attention", "mha.py", "self.linear_o = nn.Linear(N_head * c, c_in)",

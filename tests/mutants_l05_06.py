@@ -116,6 +116,10 @@ MUTANTS = [
     # 06.full_module
     Mutant("06.full_module", "mha.py", MASK_DIM, "mask_dim = self.attn_dim + 1",
            POSITIVE, "mask axis attn_dim + 1 for every sign: wrong for a positive attn_dim"),
+    Mutant("06.full_module", "mha.py", GATE,
+           "o = torch.sigmoid(self.linear_g(x.masked_fill_(~attention_mask[..., None], 0.0) "
+           "if attention_mask is not None else x)) * o", IN_PLACE,
+           "zeroes the padding of the caller's x in place before computing the gate"),
     Mutant("06.full_module", "mha.py", "k = self.linear_k(x).unsqueeze(-3)",
            "k = self.linear_k(x.detach()).unsqueeze(-3)", WRONG_GRADIENT,
            "global keys from x.detach(): x's gradient misses the key path"),
