@@ -1,6 +1,12 @@
 """Realistic bugs for the checks of lessons 00-02."""
 from tests.mutation import Mutant
 
+# fragments of the hints the engine picks by what differs (course/checks/core.py)
+SQUEEZED = "size-1 axes were dropped"
+IN_PLACE = "the caller's tensors must stay as they were"
+CUT = "no gradient reaches"
+WRONG_GRADIENT = "the output is right but the gradient"
+
 MUTANTS = [
     # 00.batched_dot
     Mutant("00.batched_dot", "warmup.py", "(a * b).sum(dim=-1)", "(a * b).sum()",
@@ -11,7 +17,24 @@ MUTANTS = [
            "last axis only", "uses a matrix product"),
     Mutant("00.batched_dot", "warmup.py", "(a * b).sum(dim=-1)", "(a + b).sum(dim=-1)",
            "multiply the vectors elementwise", "adds instead of multiplying"),
+    Mutant("00.batched_dot", "warmup.py", "(a * b).sum(dim=-1)", "(a * b).sum(dim=-1).squeeze()",
+           SQUEEZED, "squeeze() drops the batch axis of a batch of one pair"),
+    Mutant("00.batched_dot", "warmup.py", "(a * b).sum(dim=-1)", "a.mul_(b).sum(dim=-1)",
+           IN_PLACE, "multiplies in place (a *= b), overwriting the caller's a"),
     # 01.stable_softmax
+    Mutant("01.stable_softmax", "softmax.py", "shifted = x - x.amax(dim=dim, keepdim=True)",
+           "x -= x.amax(dim=dim, keepdim=True)\n    shifted = x", IN_PLACE,
+           "subtracts the max in place (x -= ...), rewriting the caller's tensor"),
+    Mutant("01.stable_softmax", "softmax.py", "shifted = x - x.amax(dim=dim, keepdim=True)",
+           "shifted = x - x.amin(dim=dim, keepdim=True)", "MAX (amax)",
+           "shifts by the row min: exp overflows on a wide row"),
+    Mutant("01.stable_softmax", "softmax.py", "shifted = x - x.amax(dim=dim, keepdim=True)",
+           "shifted = x - x.mean(dim=dim, keepdim=True)", "MAX (amax)",
+           "shifts by the row mean: exp overflows on a wide row"),
+    Mutant("01.stable_softmax", "softmax.py",
+           "return exponentials / exponentials.sum(dim=dim, keepdim=True)",
+           "return (exponentials / exponentials.sum(dim=dim, keepdim=True)).squeeze()", SQUEEZED,
+           "squeeze() on the result drops a size-1 row axis"),
     Mutant("01.stable_softmax", "softmax.py", "shifted = x - x.amax(dim=dim, keepdim=True)",
            "shifted = x", "subtract the max before exp", "no max subtraction"),
     Mutant("01.stable_softmax", "softmax.py", "shifted = x - x.amax(dim=dim, keepdim=True)",
@@ -39,6 +62,16 @@ MUTANTS = [
     Mutant("01.scaled_scores", "softmax.py", "q @ k.transpose(-2, -1) / math.sqrt(c)",
            "q @ k.T / math.sqrt(c)", "transpose only the last two axes",
            ".T reverses every axis"),
+    Mutant("01.scaled_scores", "softmax.py", "c = q.shape[-1]", "c = k.shape[-2]",
+           "sqrt(number of keys)", "divides by sqrt(number of keys), not sqrt(c)"),
+    Mutant("01.scaled_scores", "softmax.py", "c = q.shape[-1]", "c = q.shape[-1] ** 2",
+           "a division by c = ", "divides by c (sqrt of c squared)"),
+    Mutant("01.scaled_scores", "softmax.py", "return q @ k.transpose(-2, -1) / math.sqrt(c)",
+           "q /= math.sqrt(c)\n    return q @ k.transpose(-2, -1)", IN_PLACE,
+           "scales the queries in place (q /= sqrt(c)), rewriting the caller's q"),
+    Mutant("01.scaled_scores", "softmax.py", "return q @ k.transpose(-2, -1) / math.sqrt(c)",
+           "return (q @ k.transpose(-2, -1)).squeeze() / math.sqrt(c)", SQUEEZED,
+           "squeeze() drops the axis of a single query"),
     # 02.causal_mask
     Mutant("02.causal_mask", "attention.py", "torch.ones(n, n, dtype=torch.bool).tril()",
            "torch.ones(n, n, dtype=torch.bool).triu()", "lower triangle", "sees the future"),
@@ -58,7 +91,22 @@ MUTANTS = [
     Mutant("02.padding_mask", "attention.py", "(positions < lengths[:, None])[:, None, :]",
            "(positions < lengths[:, None])[:, :, None]", "size-1 query axis in the middle",
            "size-1 axis in the wrong place"),
+    Mutant("02.padding_mask", "attention.py", "(positions < lengths[:, None])[:, None, :]",
+           "(positions < lengths.unsqueeze_(-1))[:, None, :]", IN_PLACE,
+           "unsqueeze_ reshapes the caller's lengths in place"),
+    Mutant("02.padding_mask", "attention.py", "(positions < lengths[:, None])[:, None, :]",
+           "(positions < lengths[:, None])[:, None, :].squeeze()", SQUEEZED,
+           "squeeze() drops the size-1 axes of a batch of one"),
     # 02.attention_weights
+    Mutant("02.attention_weights", "attention.py", "return stable_softmax(scores, dim=-1)\n",
+           "return scores.exp() / scores.exp().sum(dim=-1, keepdim=True)\n", "use your stable_softmax",
+           "textbook softmax on the scores: exp overflows for large scores"),
+    Mutant("02.attention_weights", "attention.py", "return stable_softmax(scores, dim=-1) * sees_something",
+           "return (stable_softmax(scores, dim=-1) * sees_something).squeeze()", SQUEEZED,
+           "squeeze() drops the batch and query axes of a single query"),
+    Mutant("02.attention_weights", "attention.py", "scores = scores + bias",
+           "bias += scores\n        scores = bias", IN_PLACE,
+           "adds the scores into the caller's bias in place"),
     Mutant("02.attention_weights", "attention.py", "return stable_softmax(scores, dim=-1)\n",
            "return stable_softmax(scores, dim=-2)\n", "not the query axis",
            "softmax over the query axis"),
@@ -98,7 +146,24 @@ MUTANTS = [
            "return attention_weights(q, k, bias=bias, mask=mask) @ v",
            "return attention_weights(q, k, bias=bias, mask=mask)", "weights @ v",
            "returns the weights"),
+    Mutant("02.attention_forward", "attention.py",
+           "return attention_weights(q, k, bias=bias, mask=mask) @ v",
+           "return (attention_weights(q, k, bias=bias, mask=mask) @ v).squeeze()", SQUEEZED,
+           "squeeze() drops the size-1 axes of one query and one key"),
     # 02.single_head
+    Mutant("02.single_head", "attention.py",
+           "return self.linear_o(scaled_dot_product_attention(q, k, v, bias=bias, mask=mask))",
+           "return self.linear_o(scaled_dot_product_attention(q, k, v, bias=bias, mask=mask)).squeeze()",
+           SQUEEZED, "squeeze() on the output drops a batch of one and a sequence of one token"),
+    Mutant("02.single_head", "attention.py",
+           "        q, k, v = self.linear_q(x), self.linear_k(x), self.linear_v(x)",
+           "        with torch.no_grad():\n"
+           "            q, k, v = self.linear_q(x), self.linear_k(x), self.linear_v(x)", CUT,
+           "q, k, v projected under torch.no_grad(): the projections never learn"),
+    Mutant("02.single_head", "attention.py",
+           "q, k, v = self.linear_q(x), self.linear_k(x), self.linear_v(x)",
+           "q, k, v = self.linear_q(x), self.linear_k(x), self.linear_v(x).detach()",
+           CUT + " linear_v.weight", "values detached: linear_v never learns"),
     Mutant("02.single_head", "attention.py", "self.linear_o = nn.Linear(c, c_in)",
            "self.linear_o = nn.Linear(c, c_in, bias=False)", "with bias",
            "output projection without bias"),

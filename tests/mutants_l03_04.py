@@ -1,5 +1,6 @@
 """Realistic bugs for the checks of lessons 03 (multi-head attention) and 04 (bias, broadcasting)."""
 from tests.mutation import Mutant
+from tests.mutants_l00_02 import CUT, IN_PLACE, SQUEEZED, WRONG_GRADIENT
 
 SPLIT = "return x.view(*batch, L, N_head, width // N_head).transpose(-3, -2)"
 MERGE = "return x.transpose(-3, -2).reshape(*batch, L, N_head * c)"
@@ -10,6 +11,8 @@ QKV = ("self.linear_q = nn.Linear(c_in, N_head * c, bias=use_bias_for_embeddings
        "        self.linear_k = nn.Linear(c_in, N_head * c, bias=use_bias_for_embeddings)\n"
        "        self.linear_v = nn.Linear(c_in, N_head * c, bias=use_bias_for_embeddings)")
 ALIGN = "return bias.view(*batch, *(1,) * n, *bias.shape[-3:])"
+MASK_DIM = "mask_dim = self.attn_dim if self.attn_dim >= 0 else self.attn_dim + 1"
+POSITIVE = "a positive attn_dim names the same axis"
 
 MUTANTS = [
     # 03.split_heads
@@ -26,6 +29,8 @@ MUTANTS = [
     Mutant("03.split_heads", "mha.py", SPLIT,
            "return x.view(*batch, L, N_head, width // N_head).transpose(-3, -1)",
            "(*, N_head, L, c)", "transposes the wrong pair of axes"),
+    Mutant("03.split_heads", "mha.py", SPLIT, SPLIT + ".squeeze()", SQUEEZED,
+           "squeeze() drops the head axis of one head, and size-1 batch or sequence axes"),
     # 03.merge_heads
     Mutant("03.merge_heads", "mha.py", MERGE, "return x.reshape(*batch, L, N_head * c)",
            "transpose back", "reshapes without moving the head axis back"),
@@ -38,7 +43,22 @@ MUTANTS = [
     Mutant("03.merge_heads", "mha.py", MERGE,
            "return x.transpose(-3, -2).reshape(L, N_head * c)",
            "leading axes are batch axes", "drops the batch axes"),
+    Mutant("03.merge_heads", "mha.py", MERGE, MERGE + ".squeeze()", SQUEEZED,
+           "squeeze() drops size-1 batch or sequence axes"),
     # 03.multi_head_attention
+    Mutant("03.multi_head_attention", "mha.py", MASK_DIM, "mask_dim = self.attn_dim + 1",
+           POSITIVE, "mask axis attn_dim + 1 for every sign: wrong for a positive attn_dim"),
+    Mutant("03.multi_head_attention", "mha.py", "v = split_heads(self.linear_v(x), self.N_head)",
+           "v = split_heads(self.linear_v(x).detach(), self.N_head)", CUT + " linear_v.weight",
+           "values detached: x's gradient misses the value path, linear_v never learns"),
+    Mutant("03.multi_head_attention", "mha.py",
+           "q = split_heads(self.linear_q(x), self.N_head)  # (*, N_head, L, c)",
+           "if attention_mask is not None:\n"
+           "            x.masked_fill_(~attention_mask[..., None], 0.0)\n"
+           "        q = split_heads(self.linear_q(x), self.N_head)", IN_PLACE,
+           "zeroes the padding positions of the caller's x in place"),
+    Mutant("03.multi_head_attention", "mha.py", "return merge_heads(o)", "return merge_heads(o.squeeze())",
+           "N_head = 1", "squeeze() on the heads' output drops the head and batch axes of size 1"),
     Mutant("03.multi_head_attention", "mha.py", "self.linear_o = nn.Linear(N_head * c, c_in)",
            "self.linear_o = nn.Linear(N_head * c, c_in, bias=False)",
            "linear_o: nn.Linear(N_head*c, c_in) with bias", "output projection without bias"),
@@ -83,7 +103,16 @@ MUTANTS = [
     Mutant("04.broadcastable_bias", "bias.py", ALIGN,
            "return bias.view(*batch[:1], *(1,) * n, *bias.shape[-3:])",
            "insert the missing size-1 axes", "keeps only the first batch axis"),
+    Mutant("04.broadcastable_bias", "bias.py", ALIGN,
+           "for _ in range(n):\n        bias.unsqueeze_(-4)\n    return bias", IN_PLACE,
+           "unsqueeze_ adds the axes to the caller's bias in place"),
     # 04.pair_bias
+    Mutant("04.pair_bias", "bias.py", "bias = self.linear_z(self.layer_norm_z(z))",
+           "bias = self.linear_z(self.layer_norm_z(z).detach())", CUT,
+           "LayerNorm output detached: z and the LayerNorm get no gradient"),
+    Mutant("04.pair_bias", "bias.py", "return bias.movedim(-1, -3)",
+           "return bias.movedim(-1, -3).squeeze()", SQUEEZED,
+           "squeeze() drops the head axis of one head (and size-1 batch axes)"),
     Mutant("04.pair_bias", "bias.py", "self.linear_z = nn.Linear(c_z, N_head, bias=False)",
            "self.linear_z = nn.Linear(c_z, N_head)", "bias=False", "projection with a bias"),
     Mutant("04.pair_bias", "bias.py", "return bias.movedim(-1, -3)",

@@ -1,5 +1,7 @@
 """Realistic bugs for the checks of lessons 05 (global attention) and 06 (gating)."""
 from tests.mutation import Mutant
+from tests.mutants_l00_02 import CUT, IN_PLACE, SQUEEZED, WRONG_GRADIENT
+from tests.mutants_l03_04 import MASK_DIM, POSITIVE
 
 MEAN_NONE = "    if mask is None:\n        return x.mean(dim=dim)\n"
 GLOBAL_Q = "q = self.linear_q(masked_mean(x, attention_mask, dim=-2))"
@@ -32,7 +34,23 @@ MUTANTS = [
     Mutant("05.masked_mean", "mha.py", "total = (x * weights).sum(dim=dim)",
            "total = (x * weights).sum(dim=-2)", "the sums run over `dim`",
            "hard-coded dim=-2"),
+    Mutant("05.masked_mean", "mha.py", MEAN_NONE, "    if mask is None:\n        return x.mean(dim=-2)\n",
+           "over the `dim` given", "unmasked mean always over dim=-2"),
+    Mutant("05.masked_mean", "mha.py", "total = (x * weights).sum(dim=dim)",
+           "x[~mask] = 0.0\n    total = x.sum(dim=dim)", IN_PLACE,
+           "zeroes the caller's padding rows in place before summing"),
+    Mutant("05.masked_mean", "mha.py", "return total / count", "return (total / count).squeeze()",
+           SQUEEZED, "squeeze() drops size-1 batch axes"),
     # 05.global_attention
+    Mutant("05.global_attention", "mha.py", MASK_DIM, "mask_dim = self.attn_dim + 1",
+           POSITIVE, "mask axis attn_dim + 1 for every sign: wrong for a positive attn_dim"),
+    Mutant("05.global_attention", "mha.py", GLOBAL_Q,
+           "q = self.linear_q(masked_mean(x, attention_mask, dim=-2).detach())", WRONG_GRADIENT,
+           "averaged query detached: x's gradient misses the query path"),
+    Mutant("05.global_attention", "mha.py", GLOBAL_Q,
+           "if attention_mask is not None:\n"
+           "            x.masked_fill_(~attention_mask[..., None], 0.0)\n        " + GLOBAL_Q,
+           IN_PLACE, "zeroes the padding rows of the caller's x in place"),
     Mutant("05.global_attention", "mha.py", GLOBAL_INIT,
            "        if False:\n            # BEGIN SOLUTION lesson 05", "ONE key head",
            "unshared K/V: the per-head projections of plain attention kept"),
@@ -91,7 +109,20 @@ MUTANTS = [
            "self.linear_g = nn.Linear(c_in, N_head * c, bias=False)\n"
            "            self.linear_g.bias = torch.zeros(N_head * c)",
            "WITH a bias", "gate without a learnable bias"),
+    Mutant("06.gate", "mha.py", GATE, "o = torch.sigmoid(self.linear_g(x.detach())) * o",
+           WRONG_GRADIENT, "gate computed from x.detach(): x gets no gradient through the gate"),
+    Mutant("06.gate", "mha.py", GATE, "o = torch.sigmoid(self.linear_g(x)).detach() * o",
+           CUT + " linear_g.weight, linear_g.bias", "gate detached: linear_g never learns"),
     # 06.full_module
+    Mutant("06.full_module", "mha.py", MASK_DIM, "mask_dim = self.attn_dim + 1",
+           POSITIVE, "mask axis attn_dim + 1 for every sign: wrong for a positive attn_dim"),
+    Mutant("06.full_module", "mha.py", GATE,
+           "o = torch.sigmoid(self.linear_g(x.masked_fill_(~attention_mask[..., None], 0.0) "
+           "if attention_mask is not None else x)) * o", IN_PLACE,
+           "zeroes the padding of the caller's x in place before computing the gate"),
+    Mutant("06.full_module", "mha.py", "k = self.linear_k(x).unsqueeze(-3)",
+           "k = self.linear_k(x.detach()).unsqueeze(-3)", WRONG_GRADIENT,
+           "global keys from x.detach(): x's gradient misses the key path"),
     Mutant("06.full_module", "mha.py", GATE_IF,
            "        if self.gated and not self.is_global:\n            # BEGIN SOLUTION lesson 06",
            "gate the global output too", "no gate on global attention ('same output for all')"),

@@ -1,6 +1,8 @@
 """Checks for lesson 01 (Q, K, V by hand): stable softmax and scaled scores."""
 from __future__ import annotations
 
+import math
+
 import torch
 
 from course.checks.core import Case, Check
@@ -21,6 +23,9 @@ def _sums_to_one(dim: int):
         return None if worst < 1e-12 else f"sums along dim={dim} are off from 1 by up to {worst:.3g}"
     return expect
 
+
+WIDE_HINT = ("subtract each slice's MAX (amax): shifted by the min or the mean, a row that spans "
+             "more than about 709 still overflows exp (exp(1600) = inf)")
 
 check_stable_softmax = Check(
     id="01.stable_softmax",
@@ -48,11 +53,59 @@ check_stable_softmax = Check(
              lambda f: f(torch.tensor([[-1000.0, -999.0], [1000.0, 1001.0]], dtype=torch.float64)),
              hint="subtract each row's own max (amax(dim, keepdim=True)), not one global max",
              expect=_finite),
+        Case("wide rows [[-800, 0, 800], [0, 1, 2]] stay finite",
+             lambda f: f(torch.tensor([[-800.0, 0.0, 800.0], [0.0, 1.0, 2.0]],
+                                      dtype=torch.float64)),
+             hint=WIDE_HINT, expect=_finite),
+        Case("wide rows [[-800, 0, 800], [-30, 0, 10]]",
+             lambda f: f(torch.tensor([[-800.0, 0.0, 800.0], [-30.0, 0.0, 10.0]],
+                                      dtype=torch.float64)),
+             hint=WIDE_HINT),
+        Case("one row (1, 5)", lambda f: f(randn(1, 5, seed=14)),
+             hint="a single row keeps its size-1 axis: the result has x's shape (1, 5)"),
+        Case("(4, 1) along dim=-1: one entry per slice gets weight 1",
+             lambda f: f(randn(4, 1, seed=15), dim=-1),
+             hint="a slice of one entry has softmax 1; keep x's shape (4, 1)"),
         Case("(3, 6) with spread x 30 along dim=0",
              lambda f: f(randn(3, 6, seed=13, scale=30.0), dim=0),
              hint="the max must be taken along `dim` with keepdim=True so it broadcasts back"),
     ],
 )
+
+
+TRANSPOSED_HINT = "the result is (queries, keys): q @ k.transpose(-2, -1), not k @ q^T"
+
+
+def _which_scale(c: int):
+    """Diagnosis for scaled_scores: name the wrong scale the scores match, if any.
+
+    The expected scores are S / sqrt(c) (S = q @ k^T), so S = expected * sqrt(c), and the usual
+    wrong scales are easy to compute from it.
+    """
+    def diagnose(expected, got) -> str | None:
+        want, have = expected["output"], got["output"]
+        if have.shape != want.shape:
+            transposed = want.transpose(-2, -1)
+            if have.shape == transposed.shape and torch.allclose(have.double(), transposed):
+                return TRANSPOSED_HINT
+            return None
+        n_q, n_k = want.shape[-2], want.shape[-1]
+        raw = want * math.sqrt(c)
+        candidates = [
+            ("no scaling at all", raw),
+            (f"a division by c = {c} instead of its square root", raw / c),
+            (f"a division by sqrt(number of keys) = sqrt({n_k})", raw / math.sqrt(n_k)),
+            (f"a division by the number of keys = {n_k}", raw / n_k),
+            (f"a division by sqrt(number of queries) = sqrt({n_q})", raw / math.sqrt(n_q)),
+        ]
+        for label, candidate in candidates:
+            if torch.allclose(candidate, want, rtol=1e-9, atol=1e-12):
+                continue  # here this wrong scale equals the right one: it cannot be told apart
+            if torch.allclose(have.double(), candidate, rtol=1e-6, atol=1e-9):
+                return (f"these scores match {label}: divide by sqrt(c) = sqrt({c}), with "
+                        f"c = q.shape[-1] (the channels, not a sequence length)")
+        return None
+    return diagnose
 
 
 check_scaled_scores = Check(
@@ -64,18 +117,26 @@ check_scaled_scores = Check(
              lambda f: f(torch.tensor([[1.0, 0.0]], dtype=torch.float64),
                          torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64)),
              hint="scores are q @ k^T, then divide by sqrt(c) (c = q.shape[-1]): here [[1/sqrt(2), 0]]",
-             shape_hint="the result is (queries, keys): q @ k.transpose(-2, -1), not k @ q^T"),
+             shape_hint=TRANSPOSED_HINT, diagnose=_which_scale(2)),
         Case("3 queries, 5 keys, c=4: shape (3, 5)",
              lambda f: f(randn(3, 4, seed=21), randn(5, 4, seed=22)),
-             hint="the result is (queries, keys): q @ k.transpose(-2, -1), not k @ q^T"),
+             hint="scores[i, j] = q_i . k_j / sqrt(c): " + TRANSPOSED_HINT,
+             diagnose=_which_scale(4)),
         Case("scale probe: q = k = ones(16), score 16/sqrt(16) = 4",
              lambda f: f(torch.ones(1, 16, dtype=torch.float64), torch.ones(1, 16, dtype=torch.float64)),
-             hint="divide by sqrt(c), with c = q.shape[-1] (not by c, not by the sequence length)"),
+             hint="divide by sqrt(c), with c = q.shape[-1] (not by c, not by the sequence length)",
+             diagnose=_which_scale(16)),
         Case("scale probe: 2 queries, 7 keys, c=9",
              lambda f: f(randn(2, 9, seed=23), randn(7, 9, seed=24)),
-             hint="divide by sqrt(c), with c = q.shape[-1] (not by c, not by the sequence length)"),
+             hint="divide by sqrt(c), with c = q.shape[-1] (not by c, not by the sequence length)",
+             diagnose=_which_scale(9)),
         Case("batch (2, 3), 4 queries, 6 keys, c=8",
              lambda f: f(randn(2, 3, 4, 8, seed=25), randn(2, 3, 6, 8, seed=26)),
-             hint="transpose only the last two axes of k (k.transpose(-2, -1)), keep the batch axes"),
+             hint="transpose only the last two axes of k (k.transpose(-2, -1)), keep the batch axes",
+             diagnose=_which_scale(8)),
+        Case("batch (1,), 1 query, 1 key, c=3",
+             lambda f: f(randn(1, 1, 3, seed=27), randn(1, 1, 3, seed=28)),
+             hint="a batch of one, one query and one key still give shape (1, 1, 1)",
+             diagnose=_which_scale(3)),
     ],
 )

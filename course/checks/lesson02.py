@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from course.checks.core import Case, Check
-from course.checks.inputs import fill_parameters, parameter_shapes, randn
+from course.checks.inputs import fill_parameters, parameter_shapes, randn, with_gradients
 
 
 def _qk(batch: tuple[int, ...], n_q: int, n_k: int, c: int, seed: int):
@@ -19,6 +19,17 @@ def _zero_rows_where_blind(outputs) -> str | None:
     if out[..., 1, :].abs().max() > 0:
         return f"the fully masked query got weights {out[..., 1, :].tolist()}, expected all 0"
     return None
+
+
+def _finite(outputs) -> str | None:
+    out = outputs["output"]
+    if not torch.isfinite(out).all():
+        return f"the weights hold {int((~torch.isfinite(out)).sum())} NaN/inf values"
+    return None
+
+
+WIDE_HINT = ("scores can be large (here up to about ±1000): use your stable_softmax (shift by "
+             "each row's max), not exp(scores) / exp(scores).sum()")
 
 
 def _lengths_mask():
@@ -52,6 +63,8 @@ check_padding_mask = Check(
              hint="position p of sequence b is real when p < lengths[b]"),
         Case("lengths [2, 4], max_len 6", lambda f: f(torch.tensor([2, 4]), 6),
              hint="keep the size-1 query axis in the middle: (B, 1, max_len) broadcasts over queries"),
+        Case("lengths [1], max_len 1: one sequence of one token", lambda f: f(torch.tensor([1]), 1),
+             hint="even B = 1 and max_len = 1 give the full (B, 1, max_len) = (1, 1, 1)"),
     ],
 )
 
@@ -83,6 +96,15 @@ check_attention_weights = Check(
              lambda f: f(*_qk((3,), 4, 4, 4, seed=43), bias=randn(4, 4, seed=45),
                          mask=torch.ones(4, 4, dtype=torch.bool).tril()),
              hint="apply bias first, then the mask, then the softmax over keys"),
+        Case("large scores (q and k scaled by 20) stay finite",
+             lambda f: f(randn(2, 3, 4, seed=48, scale=20.0), randn(2, 5, 4, seed=49, scale=20.0)),
+             hint=WIDE_HINT, expect=_finite),
+        Case("large scores (q and k scaled by 20), values",
+             lambda f: f(randn(2, 3, 4, seed=48, scale=20.0), randn(2, 5, 4, seed=49, scale=20.0)),
+             hint=WIDE_HINT),
+        Case("batch (1,), one query, padding mask (1, 1, 5)",
+             lambda f: f(*_qk((1,), 1, 5, 4, seed=50), mask=_lengths_mask()[1:]),
+             hint="a batch of one with one query still gives weights of shape (1, 1, 5)"),
         Case("a query that may see no key gets zeros, not NaN",
              lambda f: f(*_qk((2,), 3, 4, 4, seed=47),
                          mask=torch.tensor([[True, False, True, True],
@@ -120,16 +142,28 @@ check_attention_forward = Check(
              lambda f: f(*_qk((), 2, 3, 4, seed=65), randn(3, 2, seed=67),
                          mask=torch.tensor([[True, True, False], [False, False, False]])),
              hint="zero weights for a fully masked row give a zero output, not NaN"),
+        Case("batch (1,), one query, one key: the output is v",
+             lambda f: f(*_qk((1,), 1, 1, 4, seed=69), randn(1, 1, 3, seed=70)),
+             hint="one key gets weight 1, so the output is v itself, shape (1, 1, 3): keep "
+                  "every size-1 axis"),
     ],
 )
 
 
-def _single_head(c_in: int, c: int, x_shape, seed: int, mask=None):
+def _single_head(c_in: int, c: int, x_shape, seed: int, mask=None, gradients=False):
+    """Run SingleHeadAttention(c_in, c) with fixed weights; with `gradients`, also the gradients
+    of a fixed loss with respect to x and every parameter."""
     def run(cls):
         module = fill_parameters(cls(c_in, c), seed=seed)
-        out = module(randn(*x_shape, seed=seed + 7), mask=mask)
-        return {"output": out, **parameter_shapes(module)}
+        x = randn(*x_shape, seed=seed + 7)
+        if gradients:
+            return with_gradients(lambda x: module(x, mask=mask), {"x": x}, module, seed=seed)
+        return {"output": module(x, mask=mask), **parameter_shapes(module)}
     return run
+
+
+GRADIENT_HINT = ("the output is right, so look at the gradients: every parameter and x must be "
+                 "connected to the output (no .detach(), no torch.no_grad() in forward)")
 
 
 check_single_head = Check(
@@ -148,5 +182,11 @@ check_single_head = Check(
         Case("with a causal mask", _single_head(4, 4, (2, 5, 4), seed=75,
                                                mask=torch.ones(5, 5, dtype=torch.bool).tril()),
              hint="forward(x, bias, mask) must pass the mask on to the attention"),
+        Case("x (1, 1, 6): a batch of one sequence of one token", _single_head(6, 4, (1, 1, 6), seed=77),
+             hint="with one token, attention returns its own value: keep the shape (1, 1, 6)"),
+        Case("gradients of a fixed loss: x (2, 5, 4), causal mask",
+             _single_head(4, 3, (2, 5, 4), seed=79, mask=torch.ones(5, 5, dtype=torch.bool).tril(),
+                          gradients=True),
+             hint=GRADIENT_HINT),
     ],
 )

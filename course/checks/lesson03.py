@@ -4,7 +4,7 @@ from __future__ import annotations
 import torch
 
 from course.checks.core import Case, Check
-from course.checks.inputs import fill_parameters, parameter_shapes, randn
+from course.checks.inputs import fill_parameters, parameter_shapes, randn, with_gradients
 
 SPLIT_HINT = ("view the last axis as (N_head, c), so head h gets the channel block "
               "h*c .. (h+1)*c - 1, then transpose the head axis in front of L")
@@ -33,6 +33,9 @@ check_split_heads = Check(
              hint="with N_head=1 the result is x with a size-1 head axis: (1, L, c)"),
         Case("heads of width 1: x (2, 5, 4), 4 heads", lambda f: f(randn(2, 5, 4, seed=307), 4),
              hint=SPLIT_HINT),
+        Case("batch (1,), one position: x (1, 1, 6), 3 heads",
+             lambda f: f(randn(1, 1, 6, seed=309), 3),
+             hint="a batch of one and a sequence of one keep their axes: (1, 3, 1, 2)"),
     ],
 )
 
@@ -52,18 +55,34 @@ check_merge_heads = Check(
         Case("undoes split_heads: x (2, 6, 12) split into 4 heads and merged again",
              lambda f: f(randn(2, 6, 12, seed=315).view(2, 6, 4, 3).transpose(-3, -2)),
              hint=MERGE_HINT),
+        Case("batch (1,), one head, one position: x (1, 1, 1, 4)",
+             lambda f: f(randn(1, 1, 1, 4, seed=317)),
+             hint="a batch of one and a sequence of one keep their axes: (1, 1, 4)"),
     ],
 )
 
 
-def _mha(c_in, c, N_head, x_shape, seed, attn_dim=-2, use_bias=False, bias=None, mask=None):
-    """Run MultiHeadAttention(c_in, c, N_head, attn_dim, ...) with fixed weights on a fixed x."""
+def _mha(c_in, c, N_head, x_shape, seed, attn_dim=-2, use_bias=False, bias=None, mask=None,
+         gradients=False):
+    """Run MultiHeadAttention(c_in, c, N_head, attn_dim, ...) with fixed weights on a fixed x.
+
+    With `gradients`, return the output and the gradients of a fixed loss with respect to x and
+    every parameter instead of the parameter shapes.
+    """
     def run(cls):
         module = cls(c_in, c, N_head, attn_dim=attn_dim, use_bias_for_embeddings=use_bias)
         fill_parameters(module, seed=seed)
-        out = module(randn(*x_shape, seed=seed + 1), bias=bias, attention_mask=mask)
+        x = randn(*x_shape, seed=seed + 1)
+        if gradients:
+            return with_gradients(lambda x: module(x, bias=bias, attention_mask=mask), {"x": x},
+                                  module, seed=seed)
+        out = module(x, bias=bias, attention_mask=mask)
         return {"output": out, **parameter_shapes(module)}
     return run
+
+
+MASK_AXIS_HINT = ("attention_mask is x.shape[:-1] (no channel axis): a positive attn_dim names "
+                  "the same axis of the mask, a negative one is attn_dim + 1 there; move it to -1")
 
 
 def _padding(shape, padded):
@@ -117,5 +136,27 @@ check_multi_head_attention = Check(
         Case("bias (3, 4, 4) added to every head's scores",
              _mha(6, 2, 3, (2, 4, 6), seed=335, bias=randn(3, 4, 4, seed=337, scale=2.0)),
              hint="pass `bias` on to the attention: it is added to the scores (*, N_head, L, L)"),
+        Case("positive attn_dim=1 with a mask: x (2, 4, 3, 6), S=4 != R=3",
+             _mha(6, 2, 3, (2, 4, 3, 6), seed=339, attn_dim=1,
+                  mask=_padding((2, 4, 3), [(0, 3, 0), (0, 2, 1), (1, 3, 2)])),
+             hint=MASK_AXIS_HINT),
+        Case("positive attn_dim=1 with a mask: x (2, 4, 4, 6), S = R",
+             _mha(6, 2, 3, (2, 4, 4, 6), seed=341, attn_dim=1,
+                  mask=_padding((2, 4, 4), [(0, 3, 0), (0, 2, 1), (1, 3, 2), (1, 0, 3)])),
+             hint=MASK_AXIS_HINT),
+        Case("positive attn_dim=2 (rows) with a mask: x (2, 3, 5, 4)",
+             _mha(4, 2, 2, (2, 3, 5, 4), seed=343, attn_dim=2,
+                  mask=_padding((2, 3, 5), [(0, 0, 4), (1, 2, 3), (1, 2, 4)])),
+             hint=MASK_AXIS_HINT),
+        Case("one head, batch (1,), one position: x (1, 1, 4)",
+             _mha(4, 3, 1, (1, 1, 4), seed=345),
+             hint="N_head = 1, a batch of one and a sequence of one keep their axes: the output "
+                  "has x's shape (1, 1, 4)"),
+        Case("gradients of a fixed loss: x (2, 5, 6), 3 heads, padding mask and bias",
+             _mha(6, 2, 3, (2, 5, 6), seed=347, use_bias=True,
+                  bias=randn(3, 5, 5, seed=349), mask=_padding((2, 5), [(0, 4), (1, 3), (1, 4)]),
+                  gradients=True),
+             hint="the output is right, so look at the gradients: x and every parameter must be "
+                  "connected to the output (no .detach(), no torch.no_grad() in forward)"),
     ],
 )

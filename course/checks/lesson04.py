@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from course.checks.core import Case, Check
-from course.checks.inputs import fill_parameters, parameter_shapes, randn
+from course.checks.inputs import fill_parameters, parameter_shapes, randn, with_gradients
 
 BROADCAST_HINT = ("insert the missing size-1 axes between the bias's batch axes and its last "
                   "three (N_head, q, k): (B, 1, N_head, q, k), not (1, B, N_head, q, k)")
@@ -36,14 +36,23 @@ check_broadcastable_bias = Check(
         Case("bias (3, 4, 4) without batch axes for scores of rank 5",
              _aligned((3, 4, 4), 5, 411), hint=BROADCAST_HINT,
              shape_hint=BROADCAST_HINT + "; count n = scores_ndim - bias.ndim"),
+        Case("size-1 axes everywhere: bias (1, 1, 1, 1) for scores of rank 6",
+             _aligned((1, 1, 1, 1), 6, 413), hint=BROADCAST_HINT,
+             shape_hint="keep the bias's own size-1 axes and add n = scores_ndim - bias.ndim "
+                        "more: (1, 1, 1, 1, 1, 1)"),
     ],
 )
 
 
-def _pair_bias(c_z, N_head, z_shape, seed):
+def _pair_bias(c_z, N_head, z_shape, seed, gradients=False):
+    """PairBias(c_z, N_head) with fixed weights on a fixed z; with `gradients`, the gradients of a
+    fixed loss with respect to z and every parameter instead of the parameter shapes."""
     def run(cls):
         module = fill_parameters(cls(c_z, N_head), seed=seed)
-        return {"output": module(randn(*z_shape, seed=seed + 1)), **parameter_shapes(module)}
+        z = randn(*z_shape, seed=seed + 1)
+        if gradients:
+            return with_gradients(module, {"z": z}, module, seed=seed)
+        return {"output": module(z), **parameter_shapes(module)}
     return run
 
 
@@ -66,5 +75,12 @@ check_pair_bias = Check(
         Case("z (2, 3, 4, 4, 8), 2 heads", _pair_bias(8, 2, (2, 3, 4, 4, 8), seed=425),
              hint=PAIR_HINT,
              shape_hint="keep the batch axes in front: (*, N_head, R, R), here (2, 3, 2, 4, 4)"),
+        Case("one head, one residue, batch (1,): z (1, 1, 1, 6)",
+             _pair_bias(6, 1, (1, 1, 1, 6), seed=427), hint=PAIR_HINT,
+             shape_hint="N_head = 1, R = 1 and a batch of one keep their axes: (1, 1, 1, 1)"),
+        Case("gradients of a fixed loss: z (2, 4, 4, 6), 3 heads",
+             _pair_bias(6, 3, (2, 4, 4, 6), seed=429, gradients=True),
+             hint="the output is right, so look at the gradients: z, the LayerNorm and linear_z "
+                  "must all be connected to the output (no .detach(), no torch.no_grad())"),
     ],
 )

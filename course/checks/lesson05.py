@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 
 from course.checks.core import Case, Check
-from course.checks.inputs import fill_parameters, parameter_shapes, randn
+from course.checks.inputs import fill_parameters, parameter_shapes, randn, with_gradients
 
 
 def _padded(shape, padded):
@@ -28,6 +28,10 @@ def _with_loud_padding(x: torch.Tensor, mask: torch.Tensor, value: float = 50.0)
 
 MASKED_HINT = ("count only positions where the mask is True: sum(x * mask[..., None]) over dim, "
                "divided by the number of True positions (not a plain mean over all of dim)")
+
+
+UNMASKED_HINT = ("with mask=None, return x.mean(dim=dim), over the `dim` given (it may be "
+                 "positive, or another negative axis than -2)")
 
 
 def _mean_case(shape, dim, padded, seed):
@@ -71,6 +75,19 @@ check_masked_mean = Check(
         Case("batch (2, 3): x (2, 3, 5, 4), dim=-2",
              _mean_case((2, 3, 5, 4), -2, [(0, 0, 4), (1, 2, 0), (1, 2, 1)], seed=509),
              hint=MASKED_HINT),
+        Case("mask=None over dim=-3", lambda f: f(randn(4, 3, 5, 2, seed=511), None, -3),
+             hint=UNMASKED_HINT),
+        Case("mask=None over dim=0 (positive)", lambda f: f(randn(4, 3, 5, seed=513), None, 0),
+             hint=UNMASKED_HINT),
+        Case("mask=None over dim=1 (positive)", lambda f: f(randn(4, 3, 5, seed=515), None, 1),
+             hint=UNMASKED_HINT),
+        Case("positive dim=1: x (2, 5, 3, 4) averaged over axis 1, ragged padding",
+             _mean_case((2, 5, 3, 4), 1, [(0, 4, 0), (0, 3, 0), (1, 4, 2), (1, 0, 1)], seed=517),
+             hint="a positive dim names the same axis of x and of the mask (the mask only lacks "
+                  "the channel axis at the end): " + MASKED_HINT),
+        Case("size-1 axes: x (1, 1, 3), dim=-2, its one position real",
+             _mean_case((1, 1, 3), -2, [], seed=519),
+             hint="averaging a length-1 axis removes it and keeps the others: (1, 3)"),
     ],
 )
 
@@ -82,8 +99,12 @@ SHARED_HINT = ("global attention has ONE key head and ONE value head shared by a
 
 
 def _global(c_in, c, N_head, x_shape, seed, attn_dim=-2, mask=None, loud_padding=False,
-            zero=()):
-    """Run MultiHeadAttention(..., is_global=True) with fixed weights; `zero` names weights set to 0."""
+            zero=(), gradients=False):
+    """Run MultiHeadAttention(..., is_global=True) with fixed weights; `zero` names weights set to 0.
+
+    With `gradients`, return the output and the gradients of a fixed loss with respect to x and
+    every parameter instead of the parameter shapes.
+    """
     def run(cls):
         module = fill_parameters(cls(c_in, c, N_head, attn_dim=attn_dim, is_global=True), seed)
         with torch.no_grad():
@@ -92,6 +113,9 @@ def _global(c_in, c, N_head, x_shape, seed, attn_dim=-2, mask=None, loud_padding
         x = randn(*x_shape, seed=seed + 1)
         if loud_padding:
             x = _with_loud_padding(x, mask, value=4.0)
+        if gradients:
+            return with_gradients(lambda x: module(x, attention_mask=mask), {"x": x}, module,
+                                  seed=seed)
         out = module(x, attention_mask=mask)
         return {"output": out, **parameter_shapes(module)}
     return run
@@ -165,5 +189,26 @@ check_global_attention = Check(
                      mask=_padded((3, 2), [(0, 1), (1, 1), (2, 1)])),
              hint="an all-padding slice: masked_mean gives 0 and every key is masked, so the "
                   "attention output is 0 (no NaN anywhere)"),
+        Case("positive attn_dim=1 with padding: MSA (2, 4, 3, 6), columns",
+             _global(6, 2, 2, (2, 4, 3, 6), seed=523, attn_dim=1,
+                     mask=_padded((2, 4, 3), [(0, 3, 0), (0, 2, 1), (1, 3, 2), (1, 1, 0)])),
+             hint="attention_mask is x.shape[:-1] (no channel axis): a positive attn_dim names "
+                  "the same axis of the mask, a negative one is attn_dim + 1 there"),
+        Case("positive attn_dim=1 with padding: MSA (2, 4, 4, 6), S = R",
+             _global(6, 2, 2, (2, 4, 4, 6), seed=525, attn_dim=1,
+                     mask=_padded((2, 4, 4), [(0, 3, 0), (0, 2, 1), (1, 3, 2), (1, 1, 3)])),
+             hint="attention_mask is x.shape[:-1] (no channel axis): a positive attn_dim names "
+                  "the same axis of the mask, a negative one is attn_dim + 1 there"),
+        Case("one head, one column, batch (1,): MSA (1, 4, 1, 6), attn_dim=-3",
+             _global(6, 3, 1, (1, 4, 1, 6), seed=527, attn_dim=-3,
+                     mask=_padded((1, 4, 1), [(0, 3, 0)])),
+             hint="with N_head = 1 and size-1 batch or column axes, squeeze only the query axis "
+                  "(squeeze(-2)): a .squeeze() without a dim drops those axes too"),
+        Case("gradients of a fixed loss: MSA (4, 3, 6), columns, padding",
+             _global(6, 2, 3, (4, 3, 6), seed=529, attn_dim=-3,
+                     mask=_padded((4, 3), [(3, 0), (2, 0), (3, 2)]), gradients=True),
+             hint="the output is right, so look at the gradients: x (through the averaged "
+                  "query and through the keys and values) and every parameter must be connected "
+                  "to the output (no .detach(), no torch.no_grad())"),
     ],
 )

@@ -11,15 +11,19 @@ from __future__ import annotations
 import torch
 
 from course.checks.core import Case, Check
-from course.checks.inputs import fill_parameters, parameter_shapes, randn
+from course.checks.inputs import fill_parameters, parameter_shapes, randn, with_gradients
 
 GATE_HINT = ("gate = sigmoid(linear_g(x)) from the module's input x (after the movedim), "
              "multiplied into o channel by channel before linear_o")
 
 
 def _gated(c_in, c, N_head, x_shape, seed, attn_dim=-2, is_global=False, use_bias=False,
-           bias=None, mask=None, set_to=None):
-    """Run a gated MultiHeadAttention with fixed weights; `set_to` overrides some parameters."""
+           bias=None, mask=None, set_to=None, gradients=False):
+    """Run a gated MultiHeadAttention with fixed weights; `set_to` overrides some parameters.
+
+    With `gradients`, return the output and the gradients of a fixed loss with respect to x and
+    every parameter instead of the parameter shapes.
+    """
     def run(cls):
         module = cls(c_in, c, N_head, attn_dim=attn_dim, gated=True, is_global=is_global,
                      use_bias_for_embeddings=use_bias)
@@ -28,7 +32,11 @@ def _gated(c_in, c, N_head, x_shape, seed, attn_dim=-2, is_global=False, use_bia
             for name, value in (set_to or {}).items():
                 parameter = module.get_parameter(name)
                 parameter.copy_(torch.as_tensor(value, dtype=parameter.dtype).expand_as(parameter))
-        out = module(randn(*x_shape, seed=seed + 1), bias=bias, attention_mask=mask)
+        x = randn(*x_shape, seed=seed + 1)
+        if gradients:
+            return with_gradients(lambda x: module(x, bias=bias, attention_mask=mask), {"x": x},
+                                  module, seed=seed)
+        out = module(x, bias=bias, attention_mask=mask)
         return {"output": out, **parameter_shapes(module)}
     return run
 
@@ -87,8 +95,17 @@ check_gate = Check(
                   "it is a branch parallel to the attention. " + GATE_HINT),
         Case("columns (attn_dim=-3) of x (2, 4, 3, 6), 3 heads of width 2",
              _gated(6, 2, 3, (2, 4, 3, 6), seed=611, attn_dim=-3), hint=GATE_HINT),
+        Case("gradients of a fixed loss: x (2, 5, 8), 2 heads",
+             _gated(8, 4, 2, (2, 5, 8), seed=613, gradients=True),
+             hint="the output is right, so look at the gradients: linear_g and x (through the "
+                  "gate too) must be connected to the output, or the gate never learns"),
     ],
 )
+
+
+MASK_AXIS_HINT = ("attention_mask is x.shape[:-1] (no channel axis): a positive attn_dim names "
+                  "the same axis of the mask, a negative one is attn_dim + 1 there; move both "
+                  "x's and the mask's attention axis to -2 and -1")
 
 
 def _pair_bias(N_head, R, seed):
@@ -148,5 +165,34 @@ check_full_module = Check(
         Case("positive attn_dim=1 on a batch of MSAs (2, 4, 3, 6)",
              _gated(6, 2, 2, (2, 4, 3, 6), seed=637, attn_dim=1),
              hint="attn_dim may be positive: movedim(attn_dim, -2) there, and back at the end"),
+        Case("positive attn_dim=1 with padding: MSAs (2, 4, 4, 6), S = R",
+             _gated(6, 2, 2, (2, 4, 4, 6), seed=639, attn_dim=1,
+                    mask=torch.ones(2, 4, 4, dtype=torch.bool).index_put_(
+                        (torch.tensor([0, 0, 1]), torch.tensor([3, 2, 3]), torch.tensor([0, 1, 3])),
+                        torch.tensor(False))),
+             hint=MASK_AXIS_HINT),
+        Case("positive attn_dim=1, global, with padding: MSAs (2, 4, 3, 6)",
+             _gated(6, 2, 2, (2, 4, 3, 6), seed=641, attn_dim=1, is_global=True,
+                    mask=torch.ones(2, 4, 3, dtype=torch.bool).index_put_(
+                        (torch.tensor([0, 1, 1]), torch.tensor([3, 2, 3]), torch.tensor([0, 1, 1])),
+                        torch.tensor(False))),
+             hint=MASK_AXIS_HINT),
+        Case("one head, batch (1,), one sequence of one residue: x (1, 1, 1, 6)",
+             _gated(6, 2, 1, (1, 1, 1, 6), seed=643, attn_dim=-3),
+             hint="N_head = 1 and size-1 batch and sequence axes keep their place: the output "
+                  "has x's shape (1, 1, 1, 6)"),
+        Case("gradients of a fixed loss: gated global attention with padding, MSA (4, 3, 6)",
+             _gated(6, 2, 2, (4, 3, 6), seed=645, attn_dim=-3, is_global=True,
+                    mask=torch.ones(4, 3, dtype=torch.bool).index_put_(
+                        (torch.tensor([3, 2]), torch.tensor([0, 2])), torch.tensor(False)),
+                    gradients=True),
+             hint="the output is right, so look at the gradients: x and every parameter "
+                  "(linear_g included) must be connected to the output"),
+        Case("gradients of a fixed loss: row attention with pair bias and padding, MSA (2, 4, 6)",
+             _gated(6, 3, 2, (2, 4, 6), seed=647, use_bias=True, bias=_pair_bias(2, 4, seed=649),
+                    mask=torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]], dtype=torch.bool),
+                    gradients=True),
+             hint="the output is right, so look at the gradients: x and every parameter "
+                  "(linear_g included) must be connected to the output"),
     ],
 )

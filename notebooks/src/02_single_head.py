@@ -159,7 +159,8 @@ padded = attention_weights(x, x, mask=real & real.T)    # (5, 5): real query and
 fig = heatmaps([plain, causal, padded], ["no mask", "causal mask", "padding (3 real)"],
                row_labels=tokens, col_labels=tokens)
 plt.show()
-print("row sums:", causal.sum(-1), padded.sum(-1))
+# rounded: correct code written differently may be off from 1 in the last bit
+print("row sums:", causal.sum(-1).round(decimals=4), padded.sum(-1).round(decimals=4))
 
 # %% [markdown]
 # ## The same answer as PyTorch
