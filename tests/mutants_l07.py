@@ -60,7 +60,7 @@ MUTANTS = [
            "angle = positions.detach().cpu().long().to(torch.float64)[:, None] * inv_freq",
            "do not round them", "positions cast to integers"),
     Mutant("07.rope", F, ROPE_OUT, "return x.mul_(cos).add_(rotated * sin)",
-           "never x.mul_", "x rotated in place"),
+           "must stay as they were", "x rotated in place"),
     Mutant("07.rope", F,
            "    cos = angle.cos().to(device=x.device, dtype=x.dtype)\n"
            "    sin = angle.sin().to(device=x.device, dtype=x.dtype)\n",
@@ -87,9 +87,9 @@ MUTANTS = [
            "dim=-1, keepdim=True", "mean over every element of the batch"),
     Mutant("07.rms_norm", F, RMS,
            "rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps).detach()",
-           "no .detach() on", "rms detached from the graph"),
+           "gradient with respect to x differs", "rms detached from the graph"),
     Mutant("07.rms_norm", F, "return x / rms * self.weight",
-           "x /= rms\n        return x * self.weight", "never x /=", "normalised in place"),
+           "x /= rms\n        return x * self.weight", "must stay as they were", "normalised in place"),
     # 07.decoder_block
     Mutant("07.decoder_block", F, BLOCK_MASK,
            "o = scaled_dot_product_attention(q, k, v)", "causal_mask(L)", "no causal mask"),
@@ -124,7 +124,7 @@ MUTANTS = [
            "self.attn = MultiHeadAttention(d_model, d_model, n_heads)",
            "MultiHeadAttention(d_model, d_model // n_heads, n_heads)", "full-width heads"),
     Mutant("07.decoder_block", F, ATTN_RESIDUAL,
-           "h += self.attn.linear_o(merge_heads(o))", "h += ...", "residual added in place"),
+           "h += self.attn.linear_o(merge_heads(o))", "must stay as they were", "residual added in place"),
     # 07.cross_attention
     Mutant("07.cross_attention", F, CROSS_K + "\n        " + CROSS_V,
            "k = split_heads(self.linear_k(x), self.n_heads)\n"
