@@ -176,7 +176,16 @@ def judge(check_id: str, cases: list[dict], expected: list, got: list) -> str | 
         else:
             if "inputs modified" in outputs and bool(outputs["inputs modified"].any()):
                 return f"{label}: the call changed its input tensors in place"
-            problem = compare(want, outputs, spec.atol, spec.rtol)
+            problem = compare(want, outputs, case.get("atol", spec.atol), case.get("rtol", spec.rtol))
+            problem = problem or _dtypes_differ(want, outputs)
         if problem:
             return f"{label}: {problem}"
+    return None
+
+
+def _dtypes_differ(want: dict, got: dict) -> str | None:
+    """compare() lets float32 pass for float64; here the dtype is part of the answer."""
+    for key, value in want.items():
+        if got[key].dtype != value.dtype:
+            return f"{key} dtype: expected {value.dtype}, got {got[key].dtype}"
     return None

@@ -324,11 +324,13 @@ def _gate_headwise(d):
 
 @hidden("07.sinusoidal_encoding")
 def _sinusoidal_encoding(d):
+    FLOAT32 = {"atol": 1e-5, "rtol": 1e-5}
     return [
-        d.call("L and d_model", d.int(1, 12), 2 * d.int(1, 6)),
+        d.call("L and d_model", d.int(2, 12), 2 * d.int(2, 6)),
         d.call("one position", 1, 2 * d.int(1, 4)),
         d.call("d_model 2", d.int(2, 9), 2),
-        d.call("another base", d.int(2, 9), 2 * d.int(1, 5), base=float(d.pick([100, 500, 1e4]))),
+        d.call("another base", d.int(2, 9), 2 * d.int(2, 5), base=float(d.pick([100, 500, 3000]))),
+        {**d.call("float32", d.int(2, 9), 2 * d.int(1, 5), dtype=torch.float32), **FLOAT32},
     ]
 
 
@@ -343,6 +345,7 @@ def _rope(d):
                torch.randint(0, 50, (L,), generator=d.generator)),
         d.call("float positions, other base", d.randn(L, c), d.randn(L).abs() * 10, base=500.0),
         d.call("c=2", d.randn(3, L, 2)),
+        {**d.call("float32", d.randn(2, L, c).float()), "atol": 1e-5, "rtol": 1e-5},
     ]
 
 
