@@ -1,6 +1,6 @@
 """Run exercises on hidden inputs: the one piece of the grader that runs beside a student's code.
 
-    python harness.py CASES.pt OUTDIR        (inside the sandbox; imports torch and `exercises`)
+    python harness.py CASES.pt OUTDIR [i,j,...]    (in the sandbox; imports torch and `exercises`)
 
 This file imports nothing but the standard library and torch, so it can be copied alone into a
 sandbox that holds only the student's `exercises/` package: no course checks, no recorded
@@ -151,7 +151,6 @@ def resolve(target: str, package: str = "exercises"):
 
 def main(argv: list[str]) -> int:
     cases_path, out_dir = argv[0], argv[1]
-    first = int(argv[2]) if len(argv) > 2 else 0
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
     log = os.open(os.path.join(out_dir, "student-output.txt"),
                   os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -160,7 +159,8 @@ def main(argv: list[str]) -> int:
     sys.stdout = sys.stderr = open(log, "w", buffering=1, closefd=False)
     torch.set_num_threads(1)
     checks = torch.load(cases_path, weights_only=True)
-    for index in range(first, len(checks)):
+    wanted = [int(i) for i in argv[2].split(",")] if len(argv) > 2 and argv[2] else range(len(checks))
+    for index in wanted:
         entry = checks[index]
         protocol.write(json.dumps({"start": index}) + "\n")
         results = []
