@@ -66,11 +66,12 @@ class ClassContext:
     targets: dict[str, str] = field(default_factory=dict)
 
 
-def _write_files(folder: Path, files: dict[str, bytes], course_init: bytes) -> None:
+def _write_files(folder: Path, files: dict[str, bytes], pristine: Path) -> None:
+    """The handout's exercises/ (stubs for whatever the student did not hand in), the student's
+    files laid over it."""
     folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.glob("*.py"):
-        old.unlink()
-    (folder / "__init__.py").write_bytes(course_init)
+    for stub in (pristine / "exercises").glob("*.py"):
+        shutil.copy(stub, folder / stub.name)
     for name, content in files.items():
         (folder / name).write_bytes(content)
 
@@ -164,7 +165,7 @@ def run_hidden(ctx: ClassContext, settings: Settings, files: dict[str, bytes], c
     if not check_ids:
         return {}
     sub, results = scratch / "hidden" / "sub", scratch / "hidden" / "results"
-    _write_files(sub / "exercises", files, ctx.course_init)
+    _write_files(sub / "exercises", files, ctx.pristine)
     results.mkdir(parents=True)
     box = Sandbox(writable={results: "/results"},
                   readonly={sub: "/sub", ctx.cases_file.parent: "/hidden"},
@@ -233,7 +234,7 @@ def grade_student(name: str, report_name: str, folder: Path, ctx: ClassContext,
                       **notes)
 
     shutil.copytree(ctx.pristine, scratch / "course", symlinks=False)
-    _write_files(scratch / "course" / "exercises", files, ctx.course_init)
+    _write_files(scratch / "course" / "exercises", files, ctx.pristine)
     modules = sorted({ctx.targets[c].split(":")[0] for _, c in graded})
     found_status: set[str] = set()
     problems: list[str] = []

@@ -106,7 +106,7 @@ def code_flags(files: dict[str, bytes]) -> list[str]:
                 if token.type == tokenize.NAME and FLAG_NAMES.get(token.string):
                     flags.add(FLAG_NAMES[token.string])
                 elif token.type == tokenize.STRING:
-                    text = STRING_PREFIX.sub("", token.string)
+                    text = STRING_PREFIX.sub("", token.string).rstrip("'\"")
                     if "reference_data" in text:
                         flags.add("mentions-reference-data")
                     first = re.split(r"[./\\\\]", text, maxsplit=1)[0]
