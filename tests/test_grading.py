@@ -348,3 +348,30 @@ def test_lessons_option_and_points_file(tmp_path):
     assert load_points(["00.batched_dot", "01.stable_softmax"], config) == {
         "00.batched_dot": 0.5, "01.stable_softmax": 2.0}
     assert load_points(["00.batched_dot"], tmp_path / "missing.toml") == {"00.batched_dot": 1.0}
+
+
+def _one_perfect_student(tmp_path) -> Path:
+    subs = tmp_path / "subs"
+    (subs / "ada" / "exercises").mkdir(parents=True)
+    for path in (ROOT / "solutions").glob("*.py"):
+        shutil.copy(path, subs / "ada" / "exercises" / path.name)
+    return subs
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_full_notebooks_option(tmp_path):
+    """FULL=1: the whole lesson under strict nbval, in the sandbox, then hidden confirmation."""
+    done = grade(_one_perfect_student(tmp_path), tmp_path / "out", "--lessons", "00", "--full")
+    assert done.returncode == 0, done.stderr
+    assert "ada,ok,1,1,1," in (tmp_path / "out" / "gradebook.csv").read_text()
+    assert "strict nbval" in (tmp_path / "out" / "reports" / "ada.md").read_text()
+
+
+def test_unsafe_switch_is_stated_in_every_report(tmp_path):
+    done = grade(_one_perfect_student(tmp_path), tmp_path / "out", "--lessons", "00",
+                 "--unsafe-no-sandbox")
+    assert done.returncode == 0, done.stderr
+    assert "ada,ok,1,1,1," in (tmp_path / "out" / "gradebook.csv").read_text()
+    assert "**UNSAFE" in (tmp_path / "out" / "reports" / "ada.md").read_text()
+    assert "WITHOUT a sandbox" in done.stderr

@@ -95,7 +95,7 @@ class Sandbox:
             "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
             "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
             "OPENBLAS_NUM_THREADS": "1", "MALLOC_ARENA_MAX": "2", "COURSE_REFERENCE": "recorded",
-            "MPLBACKEND": "Agg", "JUPYTER_PLATFORM_DIRS": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+            "JUPYTER_PLATFORM_DIRS": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
             "PYDEVD_DISABLE_FILE_VALIDATION": "1",
         }
         env = {**base, **self.env}
