@@ -76,6 +76,21 @@ def _write_files(folder: Path, files: dict[str, bytes], pristine: Path) -> None:
         (folder / name).write_bytes(content)
 
 
+def _clean(record: dict) -> dict:
+    """A record as the report code expects it, whatever the sandboxed process wrote (it runs the
+    student's code, so it may write anything: the worst it can do is fail its own checks)."""
+    outputs = []
+    for output in record.get("outputs") or []:
+        if isinstance(output, dict) and output.get("type") in ("stream", "error"):
+            outputs.append({k: str(output.get(k, ""))[:8000] for k in ("type", "name", "text", "ename", "evalue")})
+    clean = {"outputs": outputs, "message": str(record.get("message", ""))[:8000],
+             "kernel_exit": None, "seconds": 0.0}
+    for key in ("ok", "kind", "error"):
+        if key in record:
+            clean[key] = record[key] if record[key] in (True, False, None) else str(record[key])[:8000]
+    return clean
+
+
 def _cell_items(ctx: ClassContext, modules: list[str]) -> list[dict]:
     items = [{"kind": "probe", "module": m} for m in modules]
     for lesson in ctx.plan:
@@ -106,7 +121,7 @@ def run_check_cells(ctx: ClassContext, settings: Settings, scratch: Path, raw: P
         if outcome is None:
             continue
         if outcome.done is not None and isinstance(outcome.done.get("record"), dict):
-            record = outcome.done["record"]
+            record = _clean(outcome.done["record"])
         elif outcome.timed_out:
             record = {"ok": None, "timed_out": True, "outputs": [], "kernel_exit": None,
                       "message": f"Timeout of {settings.cell_timeout:g} seconds exceeded"}
@@ -246,7 +261,9 @@ def grade_student(name: str, report_name: str, folder: Path, ctx: ClassContext,
     module_problem: dict[str, str] = {}
     for module, record in probes.items():
         if record.get("ok") is False:
-            found_status.add(record.get("kind", "import-error"))
+            kind = record.get("kind")
+            found_status.add(kind if kind in ("syntax-error", "import-error", "memory-limit")
+                             else "import-error")
             module_problem[module] = str(record.get("error", ""))[:2000]
         elif record.get("ok") is None:
             found_status.add("timeout" if record.get("timed_out") else "crashed")
