@@ -311,6 +311,9 @@ def test_handout_has_no_solutions_and_working_checks(tmp_path):
     solved = subprocess.run([sys.executable, "-c", script, "solutions"], cwd=handout, env=env,
                             capture_output=True, text=True, timeout=600)
     assert solved.returncode == 0, solved.stdout + solved.stderr
+    blocked = subprocess.run([sys.executable, "-c", "import solutions"], cwd=handout, env=env,
+                             capture_output=True, text=True)
+    assert blocked.returncode != 0  # nothing in the handout to import
 
 
 def test_a_check_passes_only_on_its_own_pass_line():
