@@ -60,9 +60,13 @@ reference: $(STAMP)
 	$(BIN)/python -m course.reference --record $(ONLY)
 
 # Grade a class: every subfolder of SUBMISSIONS is one student's exercises/ (or course copy).
-# Optional: JOBS=2 (students in parallel), LESSONS=00-02 (a subset). See docs/instructors.md.
+# Optional: JOBS=2 (students in parallel), LESSONS=00-02 (a subset), FULL=1 (every notebook cell
+# under strict nbval, slow), UNSAFE=1 (no bubblewrap sandbox; every report says so).
+# See docs/instructors.md.
 grade: $(STAMP)
-	$(BIN)/python -m course.grade --submissions "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(LESSONS),--lessons $(LESSONS))
+	@if [ -z "$(strip $(SUBMISSIONS))" ] || [ -z "$(strip $(OUT))" ]; then \
+	  echo "usage: make grade SUBMISSIONS=<dir> OUT=<dir> [JOBS=n] [LESSONS=00-02] [FULL=1]" >&2; exit 2; fi
+	$(BIN)/python -m course.grade --submissions "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(LESSONS),--lessons $(LESSONS)) $(if $(FULL),--full) $(if $(UNSAFE),--unsafe-no-sandbox)
 
 # The student release: the course without solutions/, checks working from recorded results.
 handout: $(STAMP)

@@ -1,4 +1,5 @@
-"""pytest plugin the grader loads next to nbval (`-p course.grade_nbval`).
+"""pytest plugin the grader loads next to nbval with FULL=1 (`-p grade_nbval`, from a read-only
+copy bound into the sandbox).
 
 It appends one JSON line per notebook cell to the file named by the environment variable
 COURSE_GRADE_CELL_LOG: the cell's number, tags and source, nbval's outcome, and the outputs the

@@ -1,13 +1,17 @@
-"""Instructor tooling: the handout, and `make grade` on a synthetic class of hostile submissions.
+"""`make grade`: a hostile class graded in the sandbox, hidden confirmation, and the interface.
 
-The class is graded once (lessons 00-02, two students at a time) and the whole gradebook is
-compared with the one written below. Timings are printed (run with -s to see them).
+The hostile class (tests/hostile/) is graded once (lessons 00-02, two students at a time); the
+whole gradebook is compared with the one expected, and checksums show that nothing outside each
+student's own sandbox changed. Timings are printed (run with -s to see them).
 """
 from __future__ import annotations
 
 import csv
+import hashlib
+import importlib
 import json
 import os
+import pkgutil
 import shutil
 import subprocess
 import sys
@@ -16,208 +20,262 @@ from pathlib import Path
 
 import pytest
 
+import tests
 from course import ROOT
+from course.checks import all_checks
+from course.grading import hidden
+from course.grading.harness import resolve, run_case
+from course.grading.submission import report_names
 from course.handout import build as build_handout
 from course.handout import problems as handout_problems
 from course.stubs import generate
+from tests.hostile.classroom import COLUMNS, EXPECTED, LESSONS, build_class
+from tests.mutation import mutated_module
 
-LESSONS = ["00", "01", "02"]
-COLUMNS = ["00.batched_dot", "01.stable_softmax", "01.scaled_scores", "02.causal_mask",
-           "02.padding_mask", "02.attention_weights", "02.attention_forward", "02.single_head"]
-CELL_TIMEOUT = 20     # seconds; the endless loop costs one of these
+CELL_TIMEOUT = 10     # seconds; the endless loop costs one of these
 MEMORY_MIB = 3000     # the huge allocation asks for 6 GiB
-GIB6 = 6 * 1024 ** 3
-
-# student -> (status, points per check in COLUMNS order, flags)
-EXPECTED = {
-    # exercises/ = the solutions
-    "perfect": ("ok", [1, 1, 1, 1, 1, 1, 1, 1], ""),
-    # a whole course copy (the handout) with the stubs untouched
-    "untouched_stubs": ("ok", [0, 0, 0, 0, 0, 0, 0, 0], ""),
-    # one realistic bug per lesson: sums every axis; hard-coded dim=-1 in the softmax's sum;
-    # padding mask off by one (the second check of its cell, so the first still counts)
-    "one_bug_per_lesson": ("ok", [0, 0, 1, 1, 0, 1, 1, 1], ""),
-    # softmax.py does not compile: lesson 01 and, through `from .softmax import`, lesson 02 fail
-    "syntax_error": ("syntax-error", [1, 0, 0, 0, 0, 0, 0, 0], ""),
-    # batched_dot never returns: its cell hits the per-cell limit, the notebooks go on
-    "infinite_loop": ("timeout", [0, 1, 1, 1, 1, 1, 1, 1], ""),
-    # attention.py raises at import: only lesson 02 is lost
-    "import_exception": ("import-error", [1, 1, 1, 0, 0, 0, 0, 0], ""),
-    # ships the real solutions/, forged checks, notebooks and reference data, and a symlink to
-    # the instructor's solution: all ignored, its stubs are graded
-    "ships_fake_solutions": ("ok", [0, 0, 0, 0, 0, 0, 0, 0], "ships-solutions"),
-    # imports the reference code instead of writing it: there is none in the grading copy
-    "imports_solutions": ("import-error", [0, 0, 0, 0, 0, 0, 0, 0],
-                          "dynamic-import mentions-solutions"),
-    # batched_dot asks for 6 GiB: refused under the memory limit, the rest is graded
-    "huge_allocation": ("memory-limit", [0, 1, 1, 1, 1, 1, 1, 1], ""),
-    # softmax without the max shift: NaN for large scores
-    "nan_outputs": ("ok", [1, 0, 1, 1, 1, 1, 1, 1], ""),
-    # batched_dot kills the kernel: lesson 00 is lost, the other notebooks get fresh kernels
-    "kills_kernel": ("crashed", [0, 1, 1, 1, 1, 1, 1, 1], ""),
-    # a course copy unpacked one folder deeper (as from a zip), solutions written in exercises/
-    "nested_course_copy": ("ok", [1, 1, 1, 1, 1, 1, 1, 1], "ships-solutions"),
-    # nothing to grade
-    "empty": ("no-submission", [0, 0, 0, 0, 0, 0, 0, 0], ""),
-}
+needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None,
+                                 reason="bubblewrap (bwrap) is not installed: apt-get install bubblewrap")
 
 
-def solution(name: str) -> str:
-    return (ROOT / "solutions" / name).read_text()
+def tree_digest(folder: Path) -> dict[str, str]:
+    """Relative path -> sha256 (symlinks by their target), for every entry under folder."""
+    found = {}
+    for path in sorted(folder.rglob("*")):
+        relative = path.relative_to(folder).as_posix()
+        if path.is_symlink():
+            found[relative] = "link:" + os.readlink(path)
+        elif path.is_file():
+            found[relative] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
 
 
-def mutate(text: str, find: str, replace: str) -> str:
-    assert text.count(find) == 1, f"{find!r} found {text.count(find)} times"
-    return text.replace(find, replace)
+def grade(subs: Path, out: Path, *extra: str, timeout: float = 1800) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "course.grade", "--submissions", str(subs),
+                           "--out", str(out), *extra], cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+                          text=True, timeout=timeout)
 
 
-def write_exercises(folder: Path, files: dict[str, str]) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        (folder / name).write_text(text)
-
-
-def build_class(subs: Path) -> None:
-    """One folder per student in `subs`, as collected from a class."""
-    stubs = generate()
-    perfect = {p.name: p.read_text() for p in (ROOT / "solutions").glob("*.py")}
-    write_exercises(subs / "perfect" / "exercises", perfect)
-
-    build_handout(subs / "untouched_stubs")
-
-    write_exercises(subs / "one_bug_per_lesson" / "exercises", {
-        **perfect,
-        "warmup.py": mutate(solution("warmup.py"), "(a * b).sum(dim=-1)", "(a * b).sum()"),
-        "softmax.py": mutate(solution("softmax.py"),
-                             "exponentials / exponentials.sum(dim=dim, keepdim=True)",
-                             "exponentials / exponentials.sum(dim=-1, keepdim=True)"),
-        "attention.py": mutate(solution("attention.py"),
-                               "(positions < lengths[:, None])[:, None, :]",
-                               "(positions <= lengths[:, None])[:, None, :]"),
-    })
-
-    write_exercises(subs / "syntax_error" / "exercises", {
-        **perfect,
-        "softmax.py": mutate(solution("softmax.py"), "c = q.shape[-1]", "c = q.shape[-1"),
-    })
-
-    write_exercises(subs / "infinite_loop" / "exercises", {
-        **perfect,
-        "warmup.py": mutate(solution("warmup.py"), "    return (a * b).sum(dim=-1)\n",
-                            "    total, i = 0, 0\n"
-                            "    while i < a.shape[-1]:  # forgot i += 1\n"
-                            "        total = total + a[..., i] * b[..., i]\n"
-                            "    return total\n"),
-    })
-
-    write_exercises(subs / "import_exception" / "exercises", {
-        **perfect,
-        "attention.py": solution("attention.py") + "\nDEFAULT_MASK = causal_mask(4)[5]\n",
-    })
-
-    fake = subs / "ships_fake_solutions"
-    write_exercises(fake / "exercises", {**stubs})
-    (fake / "exercises" / "softmax.py").unlink()
-    (fake / "exercises" / "softmax.py").symlink_to(ROOT / "solutions" / "softmax.py")
-    write_exercises(fake / "solutions", perfect)
-    write_exercises(fake / "course" / "checks", {
-        "lesson00.py": "check_batched_dot = lambda f: print('PASS 00.batched_dot (4 cases)')\n"})
-    (fake / "course" / "reference_data").mkdir(parents=True)
-    (fake / "course" / "reference_data" / "00.batched_dot.pt").write_bytes(b"forged")
-    (fake / "notebooks").mkdir()
-    (fake / "notebooks" / "00_start_here.ipynb").write_text("{}")
-
-    write_exercises(subs / "imports_solutions" / "exercises", {
-        **stubs,
-        "warmup.py": "from solutions.warmup import batched_dot  # noqa: F401\n",
-        "softmax.py": ("import importlib, sys\nfrom pathlib import Path\n"
-                       "for parent in Path(__file__).resolve().parents:\n"
-                       "    sys.path.append(str(parent))\n"
-                       "_ref = importlib.import_module('solutions.softmax')\n"
-                       "stable_softmax, scaled_scores = _ref.stable_softmax, _ref.scaled_scores\n"),
-    })
-
-    write_exercises(subs / "huge_allocation" / "exercises", {
-        **perfect,
-        "warmup.py": mutate(solution("warmup.py"), "    return (a * b).sum(dim=-1)\n",
-                            f"    scratch = torch.empty({GIB6}, dtype=torch.uint8)\n"
-                            "    return (a * b).sum(dim=-1) + scratch[0] * 0\n"),
-    })
-
-    write_exercises(subs / "nan_outputs" / "exercises", {
-        **perfect,
-        "softmax.py": mutate(solution("softmax.py"),
-                             "shifted = x - x.amax(dim=dim, keepdim=True)", "shifted = x"),
-    })
-
-    write_exercises(subs / "kills_kernel" / "exercises", {
-        **perfect,
-        "warmup.py": mutate(solution("warmup.py"), "    return (a * b).sum(dim=-1)\n",
-                            "    import os\n    os._exit(3)\n"),
-    })
-
-    nested = subs / "nested_course_copy" / "attention-course-main"
-    shutil.copytree(ROOT, nested, ignore=shutil.ignore_patterns(
-        ".venv", ".git", "build", "__pycache__", ".pytest_cache", "out"))
-    write_exercises(nested / "exercises", perfect)
-
-    (subs / "empty").mkdir()
-    (subs / "empty" / "README.txt").write_text("I will hand it in next week\n")
-    (subs / ".DS_Store").write_text("not a student")  # neither a folder nor a student
+def _pwned_in_root() -> list[Path]:
+    return [p for p in (ROOT / "PWNED.txt", ROOT / "solutions" / "PWNED.txt",
+                        ROOT / "reports" / "PWNED.md") if p.exists()]
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def hostile(tmp_path_factory):
     base = tmp_path_factory.mktemp("class")
-    build_class(base / "submissions")
-    out = base / "out"
+    subs, out, work = base / "submissions", base / "out", base / "work"
+    work.mkdir()
+    build_class(subs, out, work)
+    before = tree_digest(subs)
     start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "course.grade", "--submissions", str(base / "submissions"),
-         "--out", str(out), "--jobs", "2", "--lessons", *LESSONS,
-         "--cell-timeout", str(CELL_TIMEOUT), "--memory-limit", str(MEMORY_MIB)],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
-        timeout=1800)
+    done = grade(subs, out, "--jobs", "2", "--lessons", *LESSONS, "--cell-timeout", str(CELL_TIMEOUT),
+                 "--memory-limit", str(MEMORY_MIB), "--workdir", str(work), "--keep")
     seconds = time.perf_counter() - start
-    print(done.stdout[-4000:], done.stderr[-4000:])
+    print(done.stdout[-3000:], done.stderr[-3000:])
+    print(f"hostile class of {len(EXPECTED)} graded in {seconds:.0f} s with --jobs 2")
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    print(f"class of {len(EXPECTED)} graded in {seconds:.0f} s with --jobs 2")
-    return out
+    time.sleep(2)  # anything a student left running would keep writing now
+    pwned = _pwned_in_root()
+    for path in pwned:
+        path.unlink()
+    yield {"out": out, "subs": subs, "work": work, "before": before, "pwned_root": pwned,
+           "stdout": done.stdout, "stderr": done.stderr}
+    shutil.rmtree(work, ignore_errors=True)
 
 
+@needs_bwrap
 @pytest.mark.slow
-def test_exact_gradebook(graded):
-    with open(graded / "gradebook.csv", newline="") as handle:
+def test_hostile_gradebook(hostile):
+    with open(hostile["out"] / "gradebook.csv", newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     assert list(rows[0]) == ["student", "status", "total", "max", *COLUMNS, "flags"]
     got = {r["student"]: (r["status"], [int(r[c]) for c in COLUMNS], r["flags"]) for r in rows}
     assert got == EXPECTED
     for r in rows:
         assert r["total"] == str(sum(EXPECTED[r["student"]][1])) and r["max"] == "8"
-    results = json.loads((graded / "results.json").read_text())
-    for student in results["students"]:
-        print(f"{student['student']}: {student['seconds']} s {student['lesson_seconds']}")
+    assert "symlinked_student (a symlink)" in hostile["stderr"]
 
 
+@needs_bwrap
 @pytest.mark.slow
-def test_reports_say_why(graded):
-    def report(name):
-        return (graded / "reports" / f"{name}.md").read_text()
+def test_nothing_outside_a_sandbox_changed(hostile):
+    out, subs = hostile["out"], hostile["subs"]
+    assert tree_digest(subs) == hostile["before"], "a file under SUBMISSIONS changed"
+    assert not hostile["pwned_root"], f"a student wrote into the repository: {hostile['pwned_root']}"
+    for path in out.rglob("*"):
+        assert "PWNED" not in path.name, path
+        if path.is_file() and path.suffix in (".md", ".csv", ".json"):
+            assert "PWNED = 1" not in path.read_text(encoding="utf-8"), path
+    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    names = {s["student"]: s["report_name"] for s in results["students"]}
+    assert len(set(names.values())) == len(names)
+    assert sorted(p.name for p in (out / "reports").iterdir()) == sorted(f"{n}.md" for n in names.values())
+    for student, name in names.items():  # each report is its own student's
+        assert (out / "reports" / f"{name}.md").read_text(encoding="utf-8").startswith(f"# {student}: ")
+    pristine = next(hostile["work"].glob("grade-*/pristine"))
+    fresh = build_handout(hostile["work"] / "fresh")
+    fresh_digest = {k: v for k, v in tree_digest(fresh).items()
+                    if not k.startswith(("course/grading", "course/grade"))}
+    assert tree_digest(pristine) == fresh_digest, "the pristine copy changed"
+    assert not list(hostile["work"].glob("PWNED*"))
 
-    assert report("perfect").count("- PASS ") == 8
+
+@needs_bwrap
+@pytest.mark.slow
+def test_hostile_reports_say_why(hostile):
+    out = hostile["out"]
+    names = {s["student"]: s["report_name"] for s in
+             json.loads((out / "results.json").read_text(encoding="utf-8"))["students"]}
+
+    def report(student):
+        return (out / "reports" / f"{names[student]}.md").read_text(encoding="utf-8")
+
+    assert report("perfect").count("confirmed on hidden inputs): 1 / 1") == 8
+    assert names["先生A"] != names["学生A"] and names["perfect"] == "perfect"
     assert "NOT IMPLEMENTED YET: 00.batched_dot" in report("untouched_stubs")
     bugs = report("one_bug_per_lesson")
     assert "FAIL 00.batched_dot, case" in bugs and "hint:" in bugs
-    assert "FAIL 02.padding_mask, case" in bugs
     assert "SyntaxError" in report("syntax_error") and "exercises/softmax.py" in report("syntax_error")
     assert "TIMEOUT" in report("infinite_loop")
     assert "IndexError" in report("import_exception")
-    assert "No module named 'solutions'" in report("imports_solutions")
-    fake = report("ships_fake_solutions")
-    assert "softmax.py (a symlink)" in fake and "solutions/ (only exercises/*.py count)" in fake
     assert "allocate" in report("huge_allocation")
     assert "NaN" in report("nan_outputs")
     assert "kernel died" in report("kills_kernel")
+    misnamed = report("misnamed_files")
+    assert "Softmax.py (taken as a helper module" in misnamed
+    assert "softmax (1).py (not a module name; did you mean exercises/softmax.py?)" in misnamed
+    fake = report("ships_fake_solutions")
+    assert "softmax.py (a symlink)" in fake and "solutions/ (only exercises/*.py count)" in fake
+    for cheat in ("cheat_patch_check", "cheat_reference_data", "cheat_patch_torch"):
+        assert "PASS in the notebook, not confirmed on hidden inputs" in report(cheat), cheat
+    assert "no solutions found" in report("cheat_walk_to_solutions")
+    assert "kernel died" in report("cheat_pass_then_exit")
+    assert len(report("flood_of_output")) < 20_000
+    assert "UNSAFE" not in report("perfect")
+
+
+# ---------------------------------------------------------------------- hidden confirmation
+
+def _all_mutants():
+    found = []
+    for info in pkgutil.iter_modules(tests.__path__):
+        if info.name.startswith("mutants_"):
+            found += importlib.import_module(f"tests.{info.name}").MUTANTS
+    return found
+
+
+# Mutants whose bug cannot change any output on hidden inputs, with the reason. (None today.)
+NOT_OUTPUT_CHANGING: dict[str, str] = {}
+SEEDS = (11, 12, 13)
+
+
+def test_every_check_has_hidden_specs():
+    missing = sorted(set(all_checks()) - set(hidden.specs()))
+    assert not missing, f"checks without hidden cases (add them to course/grading/hidden_specs.py): {missing}"
+
+
+def _confirm(check, impl, seed):
+    cases = hidden.draw_cases(check, seed)
+    expected = hidden.expected_outputs(check, cases)
+    got = []
+    for case in cases:
+        try:
+            got.append({"outputs": run_case(impl, case)})
+        except Exception as err:  # noqa: BLE001
+            got.append({"error": f"raised {type(err).__name__}: {err}"})
+    return hidden.judge(check.id, cases, expected, got)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_solutions_are_confirmed(seed):
+    for check in all_checks().values():
+        assert _confirm(check, resolve(check.target, "solutions"), seed) is None, check.id
+
+
+def test_hidden_cases_differ_between_seeds():
+    check = all_checks()["00.batched_dot"]
+    first, second = hidden.draw_cases(check, 1), hidden.draw_cases(check, 2)
+    assert not all(a["args"][0].shape == b["args"][0].shape and a["args"][0].equal(b["args"][0])
+                   for a, b in zip(first, second))
+
+
+@pytest.mark.parametrize("mutant", _all_mutants(), ids=lambda m: m.id)
+def test_hidden_confirmation_catches_mutant(mutant):
+    if mutant.id in NOT_OUTPUT_CHANGING:
+        pytest.skip(NOT_OUTPUT_CHANGING[mutant.id])
+    check = all_checks()[mutant.check]
+    buggy = getattr(mutated_module(mutant), check.attribute)
+    for seed in SEEDS:
+        assert _confirm(check, buggy, seed) is not None, f"seed {seed}: the mutant was confirmed"
+
+
+# ----------------------------------------------------------------------------- the interface
+
+def test_report_names_are_distinct_and_readable():
+    names = report_names(["perfect", "先生A", "学生A", "a b", "a_b", "Perfect", "..\\x", "x"])
+    assert len(set(names.values())) == len(names)
+    assert len({n.casefold() for n in names.values()}) == len(names)
+    assert names["x"] == "x" and names["先生A"] == "先生A" and names["学生A"] == "学生A"
+    # names that clash once cleaned (or differ only in case) all get a hash: none is favoured
+    assert names["a b"].startswith("a_b-") and names["a_b"].startswith("a_b-")
+    assert names["perfect"].startswith("perfect-") and names["Perfect"].startswith("Perfect-")
+    assert all("/" not in n and not n.startswith(".") for n in names.values())
+
+
+def test_usage_errors_write_nothing(tmp_path):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    subs.mkdir()
+    done = subprocess.run(["make", "-s", "grade", "SUBMISSIONS=", f"OUT={out}"], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert done.returncode != 0 and "usage: make grade" in done.stderr
+    empty = grade(subs, out)
+    assert empty.returncode == 2 and "an empty class" in empty.stderr
+    inside = grade(subs, ROOT / "grades")
+    assert inside.returncode == 2 and "inside the course" in inside.stderr
+    repo = grade(ROOT, out)
+    assert repo.returncode == 2
+    assert not out.exists() and not (ROOT / "grades").exists()
+    assert not (ROOT / "gradebook.csv").exists()
+
+
+def test_refuses_without_bubblewrap(tmp_path):
+    subs = tmp_path / "subs"
+    (subs / "someone" / "exercises").mkdir(parents=True)
+    (subs / "someone" / "exercises" / "warmup.py").write_text("x = 1\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PATH": str(Path(sys.executable).parent)}
+    done = subprocess.run([sys.executable, "-m", "course.grade", "--submissions", str(subs),
+                           "--out", str(tmp_path / "out")], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2
+    assert "apt-get install bubblewrap" in done.stderr and "--unsafe-no-sandbox" in done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_same_gradebook_whatever_jobs_and_relative_paths(tmp_path):
+    """Relative SUBMISSIONS and OUT work; JOBS=1 and JOBS=3 give the same gradebook."""
+    subs = tmp_path / "subs"
+    perfect = {p.name: p.read_text() for p in (ROOT / "solutions").glob("*.py")}
+    for name in ("b_perfect", "a_perfect"):
+        (subs / name / "exercises").mkdir(parents=True)
+        for file, text in perfect.items():
+            (subs / name / "exercises" / file).write_text(text)
+    (subs / "c_stub").mkdir()
+    for file, text in generate().items():
+        (subs / "c_stub" / file).write_text(text)
+    books = []
+    for jobs in ("1", "3"):
+        done = subprocess.run([sys.executable, "-m", "course.grade", "--submissions", "subs",
+                               "--out", f"out{jobs}", "--jobs", jobs, "--lessons", "00"],
+                              cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        books.append((tmp_path / f"out{jobs}" / "gradebook.csv").read_text())
+    assert books[0] == books[1]
+    assert "a_perfect,ok,1,1,1," in books[0] and "c_stub,ok,0,1,0," in books[0]
 
 
 def test_handout_has_no_solutions_and_working_checks(tmp_path):
@@ -259,34 +317,31 @@ def test_handout_has_no_solutions_and_working_checks(tmp_path):
 
 
 def test_a_check_passes_only_on_its_own_pass_line():
-    from course.grade import CheckCell, judge_cell
+    from course.grading.plan import CheckCell
+    from course.grading.verdict import judge_cell
 
     cell = CheckCell("02_x.ipynb", 4, ["02.a", "02.b"])
     cases = {"02.a": 3, "02.b": 2}
 
-    def record(stdout="", error=None):
+    def record(stdout="", error=None, exit_code=None):
         outputs = [{"type": "stream", "name": "stdout", "text": stdout}]
         if error:
             outputs.append({"type": "error", "ename": "CheckFailed", "evalue": error})
-        return {"outputs": outputs, "message": "", "kernel_exit": None}
+        return {"outputs": outputs, "message": "", "kernel_exit": exit_code}
 
     both = record("debug print\nPASS 02.a (3 cases)\nPASS 02.b (2 cases)\n")
-    assert {c: ok for c, (ok, _) in judge_cell(cell, both, cases, None).items()} == {
-        "02.a": True, "02.b": True}  # extra printing costs nothing
-    second = judge_cell(cell, record("PASS 02.a (3 cases)\n", "FAIL 02.b, case 'x':\n ..."),
-                        cases, None)
+    assert {c: ok for c, (ok, _) in judge_cell(cell, both, cases).items()} == {"02.a": True, "02.b": True}
+    second = judge_cell(cell, record("PASS 02.a (3 cases)\n", "FAIL 02.b, case 'x':\n ..."), cases)
     assert second["02.a"][0] and not second["02.b"][0]
-    forged = judge_cell(cell, record("PASS 02.a (3 cases)\n", "FAIL 02.a, case 'x':\n ..."),
-                        cases, None)  # the student's code printed the line, then the check failed
+    forged = judge_cell(cell, record("PASS 02.a (3 cases)\n", "FAIL 02.a, case 'x':\n ..."), cases)
     assert not forged["02.a"][0] and forged["02.b"][1].startswith("not run")
-    wrong_count = judge_cell(cell, record("PASS 02.a (1 cases)\nPASS 02.b (2 cases)\n"), cases, None)
-    assert not wrong_count["02.a"][0]
-    crashed = judge_cell(cell, {**record(), "kernel_exit": 3}, cases, None)
-    assert "kernel died" in crashed["02.a"][1]
+    assert not judge_cell(cell, record("PASS 02.a (1 cases)\nPASS 02.b (2 cases)\n"), cases)["02.a"][0]
+    died = judge_cell(cell, record("PASS 02.a (3 cases)\nPASS 02.b (2 cases)\n", exit_code=0), cases)
+    assert not died["02.a"][0] and "kernel died" in died["02.a"][1]
 
 
 def test_lessons_option_and_points_file(tmp_path):
-    from course.grade import load_points, parse_lessons
+    from course.grading.plan import load_points, parse_lessons
 
     assert parse_lessons(["00-02"]) == ["00", "01", "02"]
     assert parse_lessons(["1,3", "7"]) == ["01", "03", "07"]
@@ -296,3 +351,30 @@ def test_lessons_option_and_points_file(tmp_path):
     assert load_points(["00.batched_dot", "01.stable_softmax"], config) == {
         "00.batched_dot": 0.5, "01.stable_softmax": 2.0}
     assert load_points(["00.batched_dot"], tmp_path / "missing.toml") == {"00.batched_dot": 1.0}
+
+
+def _one_perfect_student(tmp_path) -> Path:
+    subs = tmp_path / "subs"
+    (subs / "ada" / "exercises").mkdir(parents=True)
+    for path in (ROOT / "solutions").glob("*.py"):
+        shutil.copy(path, subs / "ada" / "exercises" / path.name)
+    return subs
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_full_notebooks_option(tmp_path):
+    """FULL=1: the whole lesson under strict nbval, in the sandbox, then hidden confirmation."""
+    done = grade(_one_perfect_student(tmp_path), tmp_path / "out", "--lessons", "00", "--full")
+    assert done.returncode == 0, done.stderr
+    assert "ada,ok,1,1,1," in (tmp_path / "out" / "gradebook.csv").read_text()
+    assert "strict nbval" in (tmp_path / "out" / "reports" / "ada.md").read_text()
+
+
+def test_unsafe_switch_is_stated_in_every_report(tmp_path):
+    done = grade(_one_perfect_student(tmp_path), tmp_path / "out", "--lessons", "00",
+                 "--unsafe-no-sandbox")
+    assert done.returncode == 0, done.stderr
+    assert "ada,ok,1,1,1," in (tmp_path / "out" / "gradebook.csv").read_text()
+    assert "**UNSAFE" in (tmp_path / "out" / "reports" / "ada.md").read_text()
+    assert "WITHOUT a sandbox" in done.stderr

@@ -1,0 +1,1 @@
+"""The grader: sandboxed notebook checks and hidden confirmation (see cli.py)."""

@@ -1,0 +1,134 @@
+"""What is graded: the lessons' check cells (read from the notebooks), their setup, the points."""
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from course import ROOT
+from course.grading.cells import setup_source
+
+POINTS_FILE = ROOT / "course" / "grading_points.toml"
+CHECK_CALL = re.compile(r"\b(check_\w+)\s*\(")
+
+
+@dataclass
+class CheckCell:
+    notebook: str
+    cell: int              # the index among the notebook's code cells (nbval's number)
+    checks: list[str]      # check ids, in the order the cell calls them
+    source: str = ""
+    setup: str = ""        # the lesson's imports this cell may rely on
+
+
+@dataclass
+class Lesson:
+    number: str
+    notebook: str
+    cells: list[CheckCell]
+
+    @property
+    def checks(self) -> list[str]:
+        return [c for cell in self.cells for c in cell.checks]
+
+
+def check_objects():
+    """Name `check_<x>` -> {lesson number: Check}, from course/checks/lesson*.py."""
+    import importlib
+    import pkgutil
+
+    import course.checks as package
+    from course.checks import Check
+
+    names: dict[str, dict[str, Check]] = {}
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if info.name.startswith("lesson"):
+            module = importlib.import_module(f"course.checks.{info.name}")
+            for name, value in vars(module).items():
+                if isinstance(value, Check) and name.startswith("check_"):
+                    names.setdefault(name, {})[value.lesson] = value
+    return names
+
+
+def parse_lessons(values: list[str] | None) -> list[str] | None:
+    """'00-02', '0,1', '3' -> ['00', '01', '02'] ...; None means every lesson."""
+    if not values:
+        return None
+    found: list[str] = []
+    for value in values:
+        for part in filter(None, re.split(r"[,\s]+", value)):
+            if "-" in part:
+                low, high = part.split("-", 1)
+                found += [f"{n:02d}" for n in range(int(low), int(high) + 1)]
+            else:
+                found.append(f"{int(part):02d}")
+    return sorted(set(found))
+
+
+def lesson_plan(course_dir: Path, lessons: list[str] | None = None) -> list[Lesson]:
+    """The notebooks to grade and the checks their check cells call, read from the notebooks."""
+    import nbformat
+
+    named = check_objects()
+    notebooks = sorted((course_dir / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    present = {p.name[:2] for p in notebooks}
+    if lessons is not None:
+        missing = sorted(set(lessons) - present)
+        if missing:
+            raise SystemExit(f"no notebook for lesson(s) {', '.join(missing)} in {course_dir / 'notebooks'}")
+        notebooks = [p for p in notebooks if p.name[:2] in lessons]
+    plan = []
+    for path in notebooks:
+        number = path.name[:2]
+        notebook = nbformat.read(path, as_version=4)
+        cells, code_index, others = [], 0, []
+        for cell in notebook.cells:
+            if cell.cell_type != "code":
+                continue
+            if "check" in cell.get("metadata", {}).get("tags", []):
+                ids = []
+                for name in CHECK_CALL.findall(cell.source):
+                    owners = named.get(name)
+                    if not owners:
+                        print(f"warning: {path.name}, code cell {code_index}: {name} is no Check "
+                              "in course/checks/lesson*.py; not graded", file=sys.stderr)
+                        continue
+                    check = owners.get(number) or next(iter(owners.values()))
+                    ids.append(check.id)
+                if ids:
+                    cells.append(CheckCell(path.name, code_index, ids, cell.source,
+                                           setup_source(others)))
+            else:
+                others.append(cell.source)
+            code_index += 1
+        plan.append(Lesson(number, path.name, cells))
+    return plan
+
+
+def load_points(check_ids: list[str], path: Path | None = None) -> dict[str, float]:
+    """Points per check from the TOML file: `default = 1` and a [points] table of id = points."""
+    import tomllib
+
+    path = POINTS_FILE if path is None else Path(path)
+    config = tomllib.loads(path.read_text()) if path.exists() else {}
+    default = float(config.get("default", 1))
+    table = {str(k): float(v) for k, v in config.get("points", {}).items()}
+    for check_id, value in table.items():
+        if value < 0:
+            raise SystemExit(f"{path}: negative points for {check_id}")
+        if check_id not in check_ids:
+            print(f"note: {path.name} gives points to {check_id}, which no graded check cell runs",
+                  file=sys.stderr)
+    return {check_id: table.get(check_id, default) for check_id in check_ids}
+
+
+def warn_unrun(plan: list[Lesson]) -> None:
+    from course.checks import all_checks
+
+    run = {c for lesson in plan for c in lesson.checks}
+    numbers = {lesson.number for lesson in plan}
+    for check in all_checks().values():
+        if check.lesson in numbers and check.id not in run:
+            print(f"warning: no check cell of lesson {check.lesson} runs {check.id}; not graded",
+                  file=sys.stderr)

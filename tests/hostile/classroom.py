@@ -1,0 +1,148 @@
+"""Build the hostile class: one folder per student, as an instructor collects them."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from course import ROOT
+from course.handout import build as build_handout
+from course.stubs import generate
+from tests.hostile import attacks
+
+GIB6 = 6 * 1024 ** 3
+LESSONS = ["00", "01", "02"]
+COLUMNS = ["00.batched_dot", "01.stable_softmax", "01.scaled_scores", "02.causal_mask",
+           "02.padding_mask", "02.attention_weights", "02.attention_forward", "02.single_head"]
+ALL = [1] * 8
+BUT_00 = [0, 1, 1, 1, 1, 1, 1, 1]
+NO_SOFTMAX = [1, 0, 0, 1, 1, 0, 0, 0]  # lesson 02's weights, attention and module use softmax.py
+
+# student -> (status, points per check in COLUMNS order, flags)
+EXPECTED = {
+    # honest students
+    "perfect": ("ok", ALL, ""),
+    "先生A": ("ok", ALL, ""),                          # differs from the next only in non-ASCII
+    "学生A": ("ok", BUT_00, ""),
+    "untouched_stubs": ("ok", [0] * 8, ""),             # a whole handout, stubs untouched
+    "one_bug_per_lesson": ("ok", [0, 0, 1, 1, 0, 1, 1, 1], ""),
+    "syntax_error": ("syntax-error", [1, 0, 0, 0, 0, 0, 0, 0], ""),
+    "infinite_loop": ("timeout", BUT_00, ""),
+    "import_exception": ("import-error", [1, 1, 1, 0, 0, 0, 0, 0], ""),
+    "huge_allocation": ("memory-limit", BUT_00, ""),
+    "nan_outputs": ("ok", [1, 0, 1, 1, 1, 1, 1, 1], ""),
+    "kills_kernel": ("crashed", BUT_00, "exits-process"),
+    "misnamed_files": ("ok", NO_SOFTMAX, ""),            # Softmax.py, softmax (1).py
+    "nested_course_copy": ("ok", ALL, "ships-solutions"),
+    "empty": ("no-submission", [0] * 8, ""),
+    "ada..\\escape": ("ok", ALL, ""),                      # an odd folder name
+    "--out=evil": ("ok", ALL, ""),
+    # cheaters: 0 on what they cheated, whatever their kernel printed
+    "ships_fake_solutions": ("ok", [0] * 8, "ships-solutions"),
+    "cheat_patch_check": ("ok", [0] * 8, "dynamic-import imports-course unconfirmed"),
+    "cheat_reference_data": ("ok", BUT_00, "imports-course mentions-reference-data unconfirmed"),
+    "cheat_walk_to_solutions": ("ok", NO_SOFTMAX, "dynamic-import mentions-solutions"),
+    "cheat_pass_then_exit": ("crashed", BUT_00, "exits-process"),
+    # its patched torch also breaks its own lesson-02 code in the hidden run (one process)
+    "cheat_patch_torch": ("ok", [0, 1, 1, 1, 1, 0, 0, 0], "patches-builtins unconfirmed"),
+    # nothing to gain, harm meant for others: graded on its (correct) code, harms nobody
+    "cheat_harm_others": ("ok", ALL, "exits-process reads-proc runs-processes"),
+    "flood_of_output": ("ok", ALL, ""),
+}
+
+
+def solution(name: str) -> str:
+    return (ROOT / "solutions" / name).read_text()
+
+
+def mutate(text: str, find: str, replace: str) -> str:
+    assert text.count(find) == 1, f"{find!r} found {text.count(find)} times"
+    return text.replace(find, replace)
+
+
+def write(folder: Path, files: dict[str, str]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (folder / name).write_text(text)
+
+
+def build_class(subs: Path, out: Path, workdir: Path) -> None:
+    stubs = generate()
+    perfect = {p.name: p.read_text() for p in (ROOT / "solutions").glob("*.py")}
+    warmup_body = "    return (a * b).sum(dim=-1)\n"
+
+    for name in ("perfect", "先生A", "ada..\\escape", "--out=evil"):
+        write(subs / name / "exercises", perfect)
+    write(subs / "学生A" / "exercises", {
+        **perfect, "warmup.py": mutate(solution("warmup.py"), "(a * b).sum(dim=-1)", "(a * b).sum()")})
+    build_handout(subs / "untouched_stubs")
+    write(subs / "one_bug_per_lesson" / "exercises", {
+        **perfect,
+        "warmup.py": mutate(solution("warmup.py"), "(a * b).sum(dim=-1)", "(a * b).sum()"),
+        "softmax.py": mutate(solution("softmax.py"),
+                             "exponentials / exponentials.sum(dim=dim, keepdim=True)",
+                             "exponentials / exponentials.sum(dim=-1, keepdim=True)"),
+        "attention.py": mutate(solution("attention.py"), "(positions < lengths[:, None])[:, None, :]",
+                               "(positions <= lengths[:, None])[:, None, :]"),
+    })
+    write(subs / "syntax_error" / "exercises", {
+        **perfect, "softmax.py": mutate(solution("softmax.py"), "c = q.shape[-1]", "c = q.shape[-1")})
+    write(subs / "infinite_loop" / "exercises", {
+        **perfect, "warmup.py": mutate(solution("warmup.py"), warmup_body,
+                                       "    total, i = 0, 0\n"
+                                       "    while i < a.shape[-1]:  # forgot i += 1\n"
+                                       "        total = total + a[..., i] * b[..., i]\n"
+                                       "    return total\n")})
+    write(subs / "import_exception" / "exercises", {
+        **perfect, "attention.py": solution("attention.py") + "\nDEFAULT_MASK = causal_mask(4)[5]\n"})
+    write(subs / "huge_allocation" / "exercises", {
+        **perfect, "warmup.py": mutate(solution("warmup.py"), warmup_body,
+                                       f"    scratch = torch.empty({GIB6}, dtype=torch.uint8)\n"
+                                       "    return (a * b).sum(dim=-1) + scratch[0] * 0\n")})
+    write(subs / "nan_outputs" / "exercises", {
+        **perfect, "softmax.py": mutate(solution("softmax.py"),
+                                        "shifted = x - x.amax(dim=dim, keepdim=True)", "shifted = x")})
+    write(subs / "kills_kernel" / "exercises", {
+        **perfect, "warmup.py": mutate(solution("warmup.py"), warmup_body,
+                                       "    import os\n    os._exit(3)\n")})
+    misnamed = {k: v for k, v in perfect.items() if k != "softmax.py"}
+    write(subs / "misnamed_files" / "exercises",
+          {**misnamed, "Softmax.py": perfect["softmax.py"], "softmax (1).py": perfect["softmax.py"]})
+    nested = subs / "nested_course_copy" / "attention-course-main"
+    shutil.copytree(ROOT, nested, ignore=shutil.ignore_patterns(
+        ".venv", ".git", "build", "__pycache__", ".pytest_cache", "out"))
+    write(nested / "exercises", perfect)
+    (subs / "empty").mkdir()
+    (subs / "empty" / "README.txt").write_text("I will hand it in next week\n")
+    (subs / ".DS_Store").write_text("not a student")
+    (subs / "symlinked_student").symlink_to(subs / "perfect")   # skipped: a symlink
+
+    fake = subs / "ships_fake_solutions"
+    write(fake / "exercises", stubs)
+    (fake / "exercises" / "softmax.py").unlink()
+    (fake / "exercises" / "softmax.py").symlink_to(ROOT / "solutions" / "softmax.py")
+    write(fake / "solutions", perfect)
+    write(fake / "course" / "checks", {
+        "lesson00.py": "check_batched_dot = lambda f: print('PASS 00.batched_dot (4 cases)')\n"})
+
+    write(subs / "cheat_patch_check" / "exercises",
+          {**stubs, "warmup.py": attacks.PATCH_CHECK_CALL + stubs["warmup.py"]})
+    write(subs / "cheat_reference_data" / "exercises",
+          {**perfect, "warmup.py": attacks.FROM_REFERENCE})
+    write(subs / "cheat_walk_to_solutions" / "exercises",
+          {**perfect, "softmax.py": attacks.WALK_TO_SOLUTIONS})
+    write(subs / "cheat_pass_then_exit" / "exercises",
+          {**perfect, "warmup.py": attacks.PASS_THEN_EXIT})
+    write(subs / "cheat_patch_torch" / "exercises",
+          {**perfect, "warmup.py": attacks.PATCH_TORCH.replace(
+              "return (a * b).sum()", "return (a * b).sum(dim=-1) + 0.5")})
+    targets = {
+        "folders": [str(out), str(out / "reports"), str(subs), str(subs / "perfect" / "exercises"),
+                    str(ROOT), str(ROOT / "solutions"), str(workdir)],
+        "files": [str(out / "reports" / "perfect.md"), str(subs / "perfect" / "exercises" / "softmax.py"),
+                  str(subs / "untouched_stubs" / "exercises" / "warmup.py")],
+        "pristine_glob": str(workdir / "grade-*" / "pristine" / "exercises" / "*.py"),
+    }
+    write(subs / "cheat_harm_others" / "exercises",
+          {**perfect, "warmup.py": attacks.HARM_OTHERS.format(targets=targets) + perfect["warmup.py"]})
+    write(subs / "flood_of_output" / "exercises",
+          {**perfect, "warmup.py": attacks.FLOOD + perfect["warmup.py"]})
