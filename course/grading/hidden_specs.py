@@ -26,6 +26,7 @@ def _batched_dot(d):
         d.call("batch", d.randn(b1, b2, n), d.randn(b1, b2, n)),
         d.call("broadcast", d.randn(b1, 1, n), d.randn(b2, n)),
         d.call("length-1 vectors", d.randn(b1, 1), d.randn(b1, 1)),
+        d.call("a batch of one pair", d.randn(1, n), d.randn(1, n)),
     ]
 
 
@@ -41,6 +42,10 @@ def _stable_softmax(d):
         d.call("rows on different scales",
                torch.stack([d.randn(b) - 1000.0, d.randn(b) + 1000.0]), dim=-1),
         d.call("size-1 axis along dim", d.randn(a, 1), dim=-1),
+        # every row spans 1800: exp overflows after any shift but the row max
+        d.call("rows spanning a wide range",
+               d.randn(a, b + 1) + torch.linspace(-900.0, 900.0, b + 1, dtype=torch.float64), dim=-1),
+        d.call("one row", d.randn(1, b), dim=-1),
     ]
 
 
@@ -96,6 +101,11 @@ def _attention_weights(d):
         d.call("fully masked row", *_qk(d, (2,), 3, n_k, c),
                mask=torch.stack([d.mask(n_k), torch.zeros(n_k, dtype=torch.bool), d.mask(n_k)])),
         d.call("one key", *_qk(d, batch, n_q, 1, c)),
+        # scores near 900 * sqrt(c): a textbook exp overflows
+        d.call("large scores", d.randn(n_q, c) + 30.0, d.randn(n_k, c) + 30.0),
+        d.call("a batch of one, one query", *_qk(d, (1,), 1, n_k, c)),
+        d.call("a batch of one, one query, a mask", *_qk(d, (1,), 1, n_k, c),
+               mask=_rows_see_something(d, 1, 1, n_k)),
     ]
 
 
@@ -108,6 +118,7 @@ def _attention_forward(d):
                bias=d.randn(*batch, n_q, n_k), mask=_rows_see_something(d, *batch, 1, n_k)),
         d.call("fully masked row", *_qk(d, (), 2, n_k, c), d.randn(n_k, c_v),
                mask=torch.stack([d.mask(n_k), torch.zeros(n_k, dtype=torch.bool)])),
+        d.call("a batch of one, one query, one key", *_qk(d, (1,), 1, 1, c), d.randn(1, 1, c_v)),
     ]
 
 
@@ -122,6 +133,7 @@ def _single_head(d):
                  kwargs={"mask": torch.ones(L, L, dtype=torch.bool).tril()}),
         d.module("bias", (c_in, c), args=[d.randn(L, c_in)], kwargs={"bias": d.randn(L, L)}),
         d.module("gradients", (c_in, c), args=[d.randn(2, L, c_in)], grad=True),
+        d.module("a batch of one, one token", (c_in, c), args=[d.randn(1, 1, c_in)]),
     ]
 
 
@@ -166,6 +178,8 @@ def _mha_cases(d, extra: dict, allow_bias: bool = True):
                  kwargs={"attention_mask": _columns_mask(d, S, L)}),
         d.module("positive attn_dim=1", (c_in, c, N), {**kw, "attn_dim": 1},
                  args=[d.randn(2, S, L, c_in)]),
+        d.module("positive attn_dim=1 with a mask, S != L", (c_in, c, N), {**kw, "attn_dim": 1},
+                 args=[d.randn(2, S, S + 1, c_in)], kwargs={"attention_mask": d.mask(2, S, S + 1)}),
         d.module("padding mask", (c_in, c, N), kw, args=[d.randn(2, L + 1, c_in)],
                  kwargs={"attention_mask": d.mask(2, L + 1)}),
         d.module("gradients", (c_in, c, N), kw, args=[d.randn(2, L, c_in)],
@@ -216,6 +230,7 @@ def _pair_bias(d):
         d.module("pair", (c_z, N), args=[d.randn(R, R, c_z)]),
         d.module("batch", (c_z, N), args=[d.randn(*d.batch(2), R, R, c_z, scale=3.0)]),
         d.module("gradients", (c_z, N), args=[d.randn(2, R, R, c_z)], grad=True),
+        d.module("one head, one residue, a batch of one", (c_z, 1), args=[d.randn(1, 1, 1, c_z)]),
     ]
 
 
@@ -234,6 +249,9 @@ def _masked_mean(d):
         d.call("an empty slice", d.randn(L, S, c), torch.cat(
             [torch.zeros(1, S, dtype=torch.bool), d.mask(L - 1, S)]), -2),
         d.call("batch", d.randn(2, S, L, c), d.mask(2, S, L), -2),
+        d.call("no mask, dim=0", d.randn(S, L, c), None, 0),
+        d.call("no mask, dim=-3", d.randn(2, S, L, c), None, -3),
+        d.call("size-1 axes", d.randn(1, 1, c), torch.ones(1, 1, dtype=torch.bool), -2),
     ]
 
 
@@ -255,6 +273,8 @@ def _global_attention(d):
         d.module("columns with padding, batch", (c_in, c, N), {**kw, "attn_dim": -3},
                  args=[d.randn(2, S, R, c_in)], kwargs={"attention_mask": torch.stack(
                      [_columns_mask(d, S, R), _columns_mask(d, S, R)])}),
+        d.module("columns, positive attn_dim=0, padding", (c_in, c, N), {**kw, "attn_dim": 0},
+                 args=[d.randn(S, S + 1, c_in)], kwargs={"attention_mask": _columns_mask(d, S, S + 1)}),
         d.module("a column of padding only", (c_in, c, N), {**kw, "attn_dim": -3},
                  args=[d.randn(S, R, c_in)], kwargs={"attention_mask": all_padding}),
         d.module("gradients", (c_in, c, N), {**kw, "attn_dim": -3},

@@ -29,7 +29,8 @@ EXPECTED = {
     "infinite_loop": ("timeout", BUT_00, ""),
     "import_exception": ("import-error", [1, 1, 1, 0, 0, 0, 0, 0], ""),
     "huge_allocation": ("memory-limit", BUT_00, ""),
-    "nan_outputs": ("ok", [1, 0, 1, 1, 1, 1, 1, 1], ""),
+    # its unshifted softmax also overflows in 02.attention_weights' case of scores near 1000
+    "nan_outputs": ("ok", [1, 0, 1, 1, 1, 0, 1, 1], ""),
     "kills_kernel": ("crashed", BUT_00, "exits-process"),
     "misnamed_files": ("ok", NO_SOFTMAX, ""),            # Softmax.py, softmax (1).py
     "nested_course_copy": ("ok", ALL, "ships-solutions"),
