@@ -3,7 +3,7 @@
 tests/alt_exercises/<module>.py holds other correct implementations of the exercises (einsum,
 torch.softmax, reshape/unflatten for view, torch.where masking). Each is appended to its solution
 module, so the lesson's given code stays and these definitions replace the exercise ones, as in a
-student's file. Lessons 00-06 only: 07 and 08 have exercises of their own.
+student's file. Lesson 08's exercise (the G1 gate) is a small variation of lesson 03's and has none.
 """
 import importlib
 import sys
@@ -16,7 +16,7 @@ from course.workspace import solutions_workspace
 from tests.notebook_runs import NOTEBOOKS, run_nbval
 
 ALT = ROOT / "tests" / "alt_exercises"
-LESSONS = ("00", "01", "02", "03", "04", "05", "06")
+LESSONS = ("00", "01", "02", "03", "04", "05", "06", "07")
 PACKAGE = "alt_exercises_under_test"
 
 
