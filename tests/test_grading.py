@@ -378,3 +378,16 @@ def test_unsafe_switch_is_stated_in_every_report(tmp_path):
     assert "ada,ok,1,1,1," in (tmp_path / "out" / "gradebook.csv").read_text()
     assert "**UNSAFE" in (tmp_path / "out" / "reports" / "ada.md").read_text()
     assert "WITHOUT a sandbox" in done.stderr
+
+
+def test_private_tmp_does_not_hide_an_environment_under_tmp():
+    """A clone (and its .venv) under /tmp, as CI may use: the environment is bound after the
+    sandbox's private /tmp, so it stays visible inside."""
+    from course.grading.sandbox import Sandbox, python_roots
+
+    cmd = Sandbox().command(["true"])
+    tmpfs = cmd.index("--tmpfs")
+    for root in python_roots():
+        binds = [i for i in range(len(cmd) - 2)
+                 if cmd[i] == "--ro-bind" and cmd[i + 1] == str(root)]
+        assert binds and min(binds) > tmpfs, f"{root} is bound before the private /tmp"

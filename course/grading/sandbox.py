@@ -127,9 +127,11 @@ class Sandbox:
                     ["--symlink", os.readlink(system), system]
         for name in ETC_FILES:
             cmd += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+        # the private /tmp first: a Python environment that lives under /tmp (a clone in /tmp,
+        # as CI may use) is bound on top of it instead of being hidden by it
+        cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
         for root in python_roots():
             cmd += ["--ro-bind", str(root), str(root)]
-        cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
         for host, inside in self.readonly.items():
             cmd += ["--ro-bind", str(host), inside]
         for host, inside in self.writable.items():
