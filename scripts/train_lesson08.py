@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/train_lesson08.py                    # both architectures, 2 threads
     .venv/bin/python scripts/train_lesson08.py --archs paper --datasets bb --threads 1   # a part
-    .venv/bin/python scripts/train_lesson08.py --ablations "gpt2 + RoPE" --datasets text --variants none
+    .venv/bin/python scripts/train_lesson08.py --ablations "gpt2 + RoPE" --datasets bb --variants none --seeds 0
     .venv/bin/python scripts/train_lesson08.py --remeasure        # recompute metrics from checkpoints
 
 Writes data/lesson08/checkpoints_<arch>_<dataset>.pt (float16 state dicts),
@@ -56,9 +56,11 @@ def main(argv=None) -> int:
         return 0
     start = time.perf_counter()
     if args.ablations is not None:
-        for dataset in args.datasets:  # --variants and --datasets choose the runs of each ablation
-            lm.train_ablations(args.ablations or tuple(lm.ABLATIONS), gates=args.variants,
-                               dataset=dataset, threads=args.threads, folder=args.out)
+        for dataset in args.datasets:  # --variants, --datasets, --seeds choose the runs
+            for seed in args.seeds:
+                lm.train_ablations(args.ablations or tuple(lm.ABLATIONS), gates=args.variants,
+                                   seed=seed, dataset=dataset, threads=args.threads,
+                                   folder=args.out)
         print(f"trained the ablations in {time.perf_counter() - start:.0f} s")
         return 0
     lm.train_all(args.archs, args.datasets, args.variants, args.seeds, steps=args.steps,
