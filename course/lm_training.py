@@ -55,6 +55,7 @@ ABLATIONS = {
     "paper, gpt2's recipe and d_ff": dict(arch="paper", recipe="gpt2", d_ff=128),
     "gpt2 + RoPE": dict(arch="gpt2", positions="rope"),
     "gpt2 + RMSNorm": dict(arch="gpt2", norm="rms"),
+    "paper + learned positions": dict(arch="paper", positions="learned"),
     "paper + gate bias": dict(arch="paper", gate_bias=True),
 }
 ABLATION_GATES = ("none", "elementwise")
