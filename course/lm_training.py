@@ -8,8 +8,11 @@ Two datasets, both with a BOS token at position 0:
 - "text": characters of Python standard-library docstrings (data/lesson08/docstrings.txt),
   the first 90 % for training, the last 10 % for validation.
 
-The shipped checkpoints (float16 state dicts) and metrics in data/lesson08/ come from
-`scripts/train_lesson08.py`, which calls `train_and_measure` for every dataset, variant and seed.
+Two architectures (solutions/tiny_lm.py): "paper" (RMSNorm, RoPE, bias-free gate, built like the
+paper's model) and "gpt2" (LayerNorm, learned positions, gate with a bias). The shipped checkpoints
+(float16 state dicts) and metrics in data/lesson08/ come from `scripts/train_lesson08.py`, which
+calls `train_and_measure` for every architecture, dataset, variant and seed, and for the
+ABLATIONS (one seed each, metrics only) that find which change makes the architectures differ.
 """
 from __future__ import annotations
 
@@ -26,6 +29,7 @@ from course import ROOT
 
 DATA = ROOT / "data" / "lesson08"
 VARIANTS = ("none", "elementwise", "headwise", "static")
+ARCHS = ("paper", "gpt2")
 DATASETS = ("bb", "text")
 SEEDS = (0, 1, 2)
 TRIGGERS = "fpw"
@@ -33,8 +37,30 @@ SEQ_LEN = 64  # BOS + 63 characters
 BOS = 0
 VAL_SEQUENCES = 256
 VAL_SEED = 10_000
-# the training recipe of every shipped run (the notebook prints it)
-RECIPE = dict(steps=2500, batch_size=32, lr=1e-2, warmup=100, weight_decay=0.01, grad_clip=1.0)
+# the training recipe of each architecture's shipped runs (the notebook prints them). "gpt2" is
+# the course's first recipe; "paper" is the usual LLM one (as the paper's model family trains):
+# weight decay 0.1 on matrices only, a shorter warm-up. decay: "all" or "matrices".
+RECIPES = {
+    "paper": dict(steps=2500, batch_size=32, lr=1e-2, warmup=50, weight_decay=0.1,
+                  decay="matrices", grad_clip=1.0),
+    "gpt2": dict(steps=2500, batch_size=32, lr=1e-2, warmup=100, weight_decay=0.01,
+                 decay="all", grad_clip=1.0),
+}
+STEPS = 2500
+# the model width of each architecture: the paper-like FFN is 4 d_model wide, as usual
+D_FF = {"paper": 256, "gpt2": 128}
+# one change at a time, one seed, Bigram-Backcopy: which piece makes the architectures differ.
+# Each: TinyLM options (arch, norm, positions, gate_bias, d_ff) and "recipe" (a RECIPES key).
+ABLATIONS = {
+    "paper, gpt2's recipe and d_ff": dict(arch="paper", recipe="gpt2", d_ff=128),
+    "gpt2 + RoPE": dict(arch="gpt2", positions="rope"),
+    "gpt2 + RMSNorm": dict(arch="gpt2", norm="rms"),
+    "paper + learned positions": dict(arch="paper", positions="learned"),
+    "paper + gate bias": dict(arch="paper", gate_bias=True),
+}
+ABLATION_GATES = ("none", "elementwise")
+# the notebook's RETRAIN: the paper-like model, 4 variants, both datasets, one seed, fewer steps
+RETRAIN_STEPS = 1000
 
 
 def model_class():
@@ -128,16 +154,27 @@ def lm_loss(model, tokens: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits[:, :-1].flatten(0, 1), tokens[:, 1:].flatten())
 
 
-def train(dataset, gate: str, seed: int, steps: int = RECIPE["steps"], threads: int = 2,
-          progress: bool = True, **recipe):
-    """Train one TinyLM from scratch; returns the model (float32, eval mode)."""
+def train(dataset, gate: str, seed: int, steps: int = STEPS, threads: int = 2,
+          progress: bool = True, model_options: dict | None = None, **recipe):
+    """Train one TinyLM from scratch; returns the model (float32, eval mode).
+    model_options: TinyLM keywords (arch, norm, positions, gate_bias, d_ff) and optionally
+    "recipe", a RECIPES key (default: the architecture's); default the paper-like model.
+    recipe: keywords that override single settings of the recipe."""
     from tqdm.auto import tqdm
 
-    recipe = {**RECIPE, **recipe, "steps": steps}
+    options = dict(model_options or {})
+    arch = options.setdefault("arch", "paper")
+    options.setdefault("d_ff", D_FF[arch])
+    recipe = {**RECIPES[options.pop("recipe", arch)], **recipe, "steps": steps}
     torch.set_num_threads(threads)
     torch.manual_seed(seed)
-    model = model_class()(dataset.vocab_size, max_len=SEQ_LEN, gate=gate)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=recipe["lr"], betas=(0.9, 0.95),
+    model = model_class()(dataset.vocab_size, max_len=SEQ_LEN, gate=gate, **options)
+    if recipe.get("decay", "all") == "matrices":  # the usual LLM recipe: no decay on vectors
+        groups = [{"params": [p for p in model.parameters() if p.dim() >= 2]},
+                  {"params": [p for p in model.parameters() if p.dim() < 2], "weight_decay": 0.0}]
+    else:
+        groups = model.parameters()
+    optimizer = torch.optim.AdamW(groups, lr=recipe["lr"], betas=(0.9, 0.95),
                                   weight_decay=recipe["weight_decay"])
 
     def learning_rate(step):  # linear warm-up, then cosine decay to a tenth
@@ -148,7 +185,7 @@ def train(dataset, gate: str, seed: int, steps: int = RECIPE["steps"], threads: 
 
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, learning_rate)
     generator = torch.Generator().manual_seed(1000 + seed)
-    bar = tqdm(range(steps), desc=f"{gate:>11} seed {seed}", disable=not progress,
+    bar = tqdm(range(steps), desc=f"{arch:>5} {gate:>11} seed {seed}", disable=not progress,
                mininterval=2.0, leave=False)
     model.train()
     # every training batch drawn at once: one vectorised draw is much cheaper than one per step
@@ -189,6 +226,9 @@ def measure(model, dataset, tokens: torch.Tensor | None = None) -> dict:
         position 0 (BOS); also per layer and per [layer][head].
     gate_mean, gate_below_0.1, gate_histogram (counts in GATE_BINS bins over [0, 1]): all gate
         scores of all layers (None without a gate).
+    gate_at_trigger, gate_elsewhere (Bigram-Backcopy only): mean gate score of queries that are
+        a trigger character (their next token is a back-copy) and of all other queries >= 1,
+        over all layers; also per layer.
     max_activation: largest |hidden state| after each block, and its maximum.
     val_loss; copy_accuracy (Bigram-Backcopy only): argmax prediction right at back-copies.
     """
@@ -211,6 +251,16 @@ def measure(model, dataset, tokens: torch.Tensor | None = None) -> dict:
         result["gate_histogram"] = torch.histc(flat, bins=GATE_BINS, min=0.0, max=1.0).tolist()
     else:
         result["gate_mean"] = result["gate_below_0.1"] = result["gate_histogram"] = None
+    result["gate_at_trigger"] = result["gate_elsewhere"] = None
+    if scores and isinstance(dataset, BigramBackcopy):
+        trigger = torch.isin(tokens, dataset.trigger_ids)  # (B, L) queries whose next token is a copy
+        other = ~trigger
+        other[:, 0] = False  # BOS can only attend to itself
+        per_query = [g.mean(dim=(-2, -1)) for g in scores]  # each (B, L)
+        result["gate_at_trigger_per_layer"] = [g[trigger].mean().item() for g in per_query]
+        result["gate_elsewhere_per_layer"] = [g[other].mean().item() for g in per_query]
+        result["gate_at_trigger"] = sum(result["gate_at_trigger_per_layer"]) / len(per_query)
+        result["gate_elsewhere"] = sum(result["gate_elsewhere_per_layer"]) / len(per_query)
     if isinstance(dataset, BigramBackcopy):
         copies = dataset.copy_positions(tokens)[:, 1:]  # aligned with predictions of tokens[:, 1:]
         right = logits[:, :-1].argmax(-1) == tokens[:, 1:]
@@ -221,12 +271,14 @@ def measure(model, dataset, tokens: torch.Tensor | None = None) -> dict:
     return result
 
 
-def train_and_measure(dataset_name: str, gate: str, seed: int, steps: int = RECIPE["steps"],
-                      threads: int = 2, progress: bool = True):
+
+def train_and_measure(dataset_name: str, gate: str, seed: int, steps: int = STEPS,
+                      threads: int = 2, progress: bool = True, model_options: dict | None = None):
     """Train one run and measure it with its float16 weights (exactly what ships)."""
     dataset = load_dataset(dataset_name)
     start = time.perf_counter()
-    model = train(dataset, gate, seed, steps=steps, threads=threads, progress=progress)
+    model = train(dataset, gate, seed, steps=steps, threads=threads, progress=progress,
+                  model_options=model_options)
     seconds = time.perf_counter() - start
     state = compact_state(model)
     shipped = load_model(model.config, state)
@@ -236,50 +288,102 @@ def train_and_measure(dataset_name: str, gate: str, seed: int, steps: int = RECI
     return shipped.config, state, metrics
 
 
-def run_key(dataset: str, gate: str, seed: int) -> str:
-    return f"{dataset}/{gate}/seed{seed}"
+def run_key(arch: str, dataset: str, gate: str, seed: int) -> str:
+    return f"{arch}/{dataset}/{gate}/seed{seed}"
 
 
-def checkpoint_path(dataset: str, folder: Path | None = None) -> Path:
-    return Path(folder or DATA) / f"checkpoints_{dataset}.pt"
+def checkpoint_path(arch: str, dataset: str, folder: Path | None = None) -> Path:
+    return Path(folder or DATA) / f"checkpoints_{arch}_{dataset}.pt"
 
 
-def metrics_path(dataset: str, folder: Path | None = None) -> Path:
-    return Path(folder or DATA) / f"metrics_{dataset}.json"
+def metrics_path(arch: str, dataset: str, folder: Path | None = None) -> Path:
+    return Path(folder or DATA) / f"metrics_{arch}_{dataset}.json"
 
 
-def train_all(datasets=DATASETS, variants=VARIANTS, seeds=SEEDS, steps: int = RECIPE["steps"],
-              threads: int = 2, folder: Path | None = None, progress: bool = True) -> dict:
-    """Train every run, write checkpoints_<dataset>.pt and metrics_<dataset>.json to `folder`."""
+def ablations_path(folder: Path | None = None) -> Path:
+    return Path(folder or DATA) / "metrics_ablations.json"
+
+
+def _progress_line(key: str, m: dict) -> str:
+    return (f"{key}: first-token share {m['first_token_share']:.3f} (per layer "
+            + ", ".join(f"{v:.2f}" for v in m["first_token_share_per_layer"])
+            + f"), val loss {m['val_loss']:.4f}, {m['train_seconds']:.0f} s")
+
+
+def train_all(archs=ARCHS, datasets=DATASETS, variants=VARIANTS, seeds=SEEDS,
+              steps: int = STEPS, threads: int = 2, folder: Path | None = None,
+              progress: bool = True) -> dict:
+    """Train every run; write checkpoints_<arch>_<dataset>.pt and metrics_<arch>_<dataset>.json.
+    Runs already in those files (same number of steps) are kept and not trained again, so an
+    interrupted training resumes where it stopped."""
     folder = Path(folder or DATA)
     folder.mkdir(parents=True, exist_ok=True)
     all_metrics = {}
-    for dataset in datasets:
-        checkpoints, metrics = {}, {}
-        for gate in variants:
-            for seed in seeds:
-                key = run_key(dataset, gate, seed)
-                config, state, metrics[key] = train_and_measure(
-                    dataset, gate, seed, steps=steps, threads=threads, progress=progress)
-                checkpoints[key] = {"config": config, "state": state}
-                if progress:
-                    m = metrics[key]
-                    print(f"{key}: first-token share {m['first_token_share']:.3f}, val loss "
-                          f"{m['val_loss']:.4f}, {m['train_seconds']:.0f} s", flush=True)
-                # written after every run, so an interrupted training keeps what it finished
-                torch.save(checkpoints, checkpoint_path(dataset, folder))
-                metrics_path(dataset, folder).write_text(json.dumps(
-                    {"recipe": {**RECIPE, "steps": steps}, "runs": metrics}, indent=1) + "\n")
-        all_metrics.update(metrics)
+    for arch in archs:
+        for dataset in datasets:
+            checkpoints, metrics = {}, {}
+            if metrics_path(arch, dataset, folder).exists():
+                stored = json.loads(metrics_path(arch, dataset, folder).read_text())
+                if stored["recipe"] == {**RECIPES[arch], "steps": steps}:
+                    metrics = stored["runs"]
+                    checkpoints = torch.load(checkpoint_path(arch, dataset, folder), weights_only=True)
+            for gate in variants:
+                for seed in seeds:
+                    key = run_key(arch, dataset, gate, seed)
+                    if key in metrics and key in checkpoints:
+                        continue
+                    config, state, metrics[key] = train_and_measure(
+                        dataset, gate, seed, steps=steps, threads=threads, progress=progress,
+                        model_options={"arch": arch})
+                    checkpoints[key] = {"config": config, "state": state}
+                    if progress:
+                        print(_progress_line(key, metrics[key]), flush=True)
+                    # written after every run, so an interrupted training keeps what it finished
+                    torch.save(checkpoints, checkpoint_path(arch, dataset, folder))
+                    metrics_path(arch, dataset, folder).write_text(json.dumps(
+                        {"recipe": {**RECIPES[arch], "steps": steps}, "runs": metrics},
+                        indent=1) + "\n")
+            all_metrics.update(metrics)
     return all_metrics
 
 
-def load_metrics(folder: Path | None = None) -> dict:
+def train_ablations(names=tuple(ABLATIONS), gates=ABLATION_GATES, seed: int = 0,
+                    dataset: str = "bb", threads: int = 2, folder: Path | None = None,
+                    progress: bool = True) -> dict:
+    """One seed per ablation and gate; metrics (with each run's config) to metrics_ablations.json."""
+    path = ablations_path(folder)
+    runs = json.loads(path.read_text())["runs"] if path.exists() else {}
+    for name in names:
+        for gate in gates:
+            key = f"{name}/{dataset}/{gate}/seed{seed}"
+            if key in runs:  # already trained: an interrupted training resumes
+                continue
+            config, _, metrics = train_and_measure(dataset, gate, seed, threads=threads,
+                                                   progress=progress, model_options=ABLATIONS[name])
+            metrics["config"] = config
+            metrics["recipe"] = ABLATIONS[name].get("recipe", ABLATIONS[name]["arch"])
+            # re-read first: another process may have added ablations meanwhile
+            runs = json.loads(path.read_text())["runs"] if path.exists() else {}
+            runs[key] = metrics
+            if progress:
+                print(_progress_line(key, runs[key]), flush=True)
+            path.write_text(json.dumps({"recipes": RECIPES, "runs": runs}, indent=1) + "\n")
+    return runs
+
+
+def load_metrics(folder: Path | None = None, archs=ARCHS) -> dict:
     """Shipped metrics of every run, by run_key."""
     runs = {}
-    for dataset in DATASETS:
-        runs.update(json.loads(metrics_path(dataset, folder).read_text())["runs"])
+    for arch in archs:
+        for dataset in DATASETS:
+            path = metrics_path(arch, dataset, folder)
+            if path.exists():
+                runs.update(json.loads(path.read_text())["runs"])
     return runs
+
+
+def load_ablations(folder: Path | None = None) -> dict:
+    return json.loads(ablations_path(folder).read_text())["runs"]
 
 
 @functools.lru_cache(maxsize=4)
@@ -287,23 +391,30 @@ def _checkpoint_file(path: Path, modified: float) -> dict:
     return torch.load(path, weights_only=True)
 
 
-def load_checkpoint(dataset: str, gate: str, seed: int, folder: Path | None = None):
+def load_checkpoint(dataset: str, gate: str, seed: int, arch: str = "paper",
+                    folder: Path | None = None):
     """A shipped (or retrained, with `folder`) model, float32, in eval mode."""
-    path = checkpoint_path(dataset, folder)
-    stored = _checkpoint_file(path, path.stat().st_mtime)[run_key(dataset, gate, seed)]
+    path = checkpoint_path(arch, dataset, folder)
+    stored = _checkpoint_file(path, path.stat().st_mtime)[run_key(arch, dataset, gate, seed)]
     return load_model(stored["config"], stored["state"])
 
 
-def summary(runs: dict, dataset: str, keys=("first_token_share", "gate_mean", "gate_below_0.1",
-                                             "max_activation", "val_loss", "copy_accuracy")):
-    """{gate: {key: (mean, min, max) over seeds}} for one dataset (None where not measured)."""
+SUMMARY_KEYS = ("first_token_share", "gate_mean", "gate_below_0.1", "gate_at_trigger",
+                "gate_elsewhere", "max_activation", "val_loss", "copy_accuracy")
+
+
+def summary(runs: dict, dataset: str, arch: str = "paper", keys=SUMMARY_KEYS):
+    """{gate: {key: (mean, min, max) over seeds}} for one architecture and dataset (None where
+    not measured); also 'first_token_share_per_layer': the mean over seeds of each layer."""
     table = {}
     for gate in VARIANTS:
-        found = [m for k, m in runs.items() if k.startswith(f"{dataset}/{gate}/")]
+        found = [m for k, m in runs.items() if k.startswith(f"{arch}/{dataset}/{gate}/")]
         row = {}
         for key in keys:
             values = [m[key] for m in found if m.get(key) is not None]
             row[key] = (sum(values) / len(values), min(values), max(values)) if values else None
+        layers = [m["first_token_share_per_layer"] for m in found]
+        row["first_token_share_per_layer"] = [sum(v) / len(v) for v in zip(*layers)] if layers else None
         table[gate] = row
     return table
 
@@ -312,22 +423,42 @@ def summary(runs: dict, dataset: str, keys=("first_token_share", "gate_mean", "g
 RETRAIN_FOLDER = ROOT / "build" / "lesson08_retrain"
 
 
-def retrain_everything(folder: Path = RETRAIN_FOLDER, threads: int = 2, steps: int | None = None) -> dict:
-    """Train all 24 runs from scratch into `folder` (not data/) and return their metrics."""
+def retrain_main_comparison(folder: Path = RETRAIN_FOLDER, threads: int = 2,
+                            steps: int = RETRAIN_STEPS, seeds=(0,)) -> dict:
+    """The paper-like model, 4 variants, both datasets, seed 0, RETRAIN_STEPS steps, into
+    `folder` (not data/); returns their metrics. The full set is scripts/train_lesson08.py."""
     start = time.perf_counter()
-    train_all(steps=steps or RECIPE["steps"], threads=threads, folder=folder)
-    print(f"retrained everything in {(time.perf_counter() - start) / 60:.1f} min")
-    return load_metrics(folder)
+    train_all(archs=("paper",), seeds=seeds, steps=steps, threads=threads, folder=folder)
+    print(f"retrained {len(DATASETS) * len(VARIANTS) * len(seeds)} runs in "
+          f"{(time.perf_counter() - start) / 60:.1f} min")
+    return load_metrics(folder, archs=("paper",))
 
 
-def compare_runs(shipped: dict, fresh: dict) -> str:
-    """Shipped vs retrained: mean over seeds of the headline numbers, one line per variant."""
+def compare_runs(shipped: dict, fresh: dict, arch: str = "paper") -> str:
+    """Shipped (mean of 3 seeds, full steps) vs retrained: the headline numbers per variant."""
     lines = [f"{'dataset':8} {'variant':12} {'first-token share':>22} {'val loss':>18}",
              f"{'':21} {'shipped':>11} {'retrained':>10} {'shipped':>9} {'retrained':>9}"]
     for dataset in DATASETS:
-        old, new = summary(shipped, dataset), summary(fresh, dataset)
+        old, new = summary(shipped, dataset, arch), summary(fresh, dataset, arch)
         for gate in VARIANTS:
             lines.append(f"{dataset:8} {gate:12} {old[gate]['first_token_share'][0]:>11.3f} "
                          f"{new[gate]['first_token_share'][0]:>10.3f} "
                          f"{old[gate]['val_loss'][0]:>9.3f} {new[gate]['val_loss'][0]:>9.3f}")
     return "\n".join(lines)
+
+
+# ------------------------------------------------- a trained layer in the student's exercise
+def as_exercise_attention(attn, cls):
+    """The paper-like model's attention layer `attn` (PaperSelfAttention) as the exercise class
+    `cls` (GatedCausalSelfAttention with rope=True): q, k, v stacked into qkv, linear_o's matrix
+    as out. W_O's bias is left out (the exercise's out has none): the module computes the layer's
+    output minus linear_o.bias. Same dtype as attn."""
+    d_model = attn.linear_q.weight.shape[1]
+    module = cls(d_model, attn.n_heads, attn.gate, rope=attn.rope).to(attn.linear_q.weight)
+    state = {"qkv.weight": torch.cat([attn.linear_q.weight, attn.linear_k.weight,
+                                      attn.linear_v.weight]),
+             "out.weight": attn.linear_o.weight}
+    state.update({name: t for name, t in attn.state_dict().items()
+                  if name.startswith(("gate_proj.", "gate_logit"))})
+    module.load_state_dict(state)
+    return module

@@ -3,11 +3,14 @@
 
 The paper's gate, at position G1 (after scaled dot-product attention, before W_O):
 
-    Y' = Y * sigmoid(X W_theta + b)
+    Y' = Y * sigmoid(X W_theta)
 
 X is the layer's input (the normalised hidden state of each token), Y the SDPA output of each
-head. So the gate is different for every token and every head. "elementwise": one gate per head
-channel (W_theta has n_heads*head_dim columns); "headwise": one gate per head (n_heads columns).
+head. So the gate is different for every token and every head. W_theta has no bias: in the
+paper's code the gate logits are extra output rows of q_proj, which has no bias (unless the
+model's QKV bias is switched on); a separate bias-free Linear from X computes the same thing.
+"elementwise": one gate per head channel (W_theta has n_heads*head_dim columns); "headwise": one
+gate per head (n_heads columns).
 For comparison, "static" is one learned number per head, sigmoid(g_h), the same for every token:
 what seed 003 describes. It is not the paper's gate, and below we show it folds into W_O.
 """
@@ -17,6 +20,7 @@ import torch
 from torch import nn
 
 from .attention import attention_weights, causal_mask
+from .tiny_lm import apply_rope  # given code, no exercise
 
 GATES = ("none", "elementwise", "headwise", "static")
 
@@ -28,19 +32,22 @@ class GatedCausalSelfAttention(nn.Module):
     gate: "none", "elementwise" (G1, one gate per head channel), "headwise" (G1, one gate per
         head) or "static" (one learned scalar per head, for comparison).
     Parameters: qkv = Linear(d_model, 3*d_model, bias=False) (q, k, v stacked in that order),
-        out = Linear(d_model, d_model, bias=False) (W_O), and gate_proj (W_theta with a bias)
+        out = Linear(d_model, d_model, bias=False) (W_O), and gate_proj (W_theta, bias-free)
         for the input-dependent gates or gate_logit (n_heads,) for the static one.
+    rope: rotate q and k by their positions (rotary embeddings, as the paper-like tiny LM does;
+        given code), so that a trained layer of that model runs in this module.
     """
 
-    def __init__(self, d_model: int, n_heads: int, gate: str = "elementwise"):
+    def __init__(self, d_model: int, n_heads: int, gate: str = "elementwise", rope: bool = False):
         super().__init__()
         if gate not in GATES:
             raise ValueError(f"gate must be one of {GATES}, got {gate!r}")
         self.n_heads, self.head_dim, self.gate = n_heads, d_model // n_heads, gate
+        self.rope = rope
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)
         self.out = nn.Linear(d_model, d_model, bias=False)
         if gate in ("elementwise", "headwise"):
-            # Hint: one gate logit per head channel (elementwise) or per head (headwise), with a bias.
+            # Hint: one gate logit per head channel (elementwise) or per head (headwise), no bias.
             raise NotImplementedError("lesson 08: write GatedCausalSelfAttention.__init__ in exercises/gated_attention.py")
         elif gate == "static":
             self.gate_logit = nn.Parameter(torch.zeros(n_heads))
@@ -50,6 +57,8 @@ class GatedCausalSelfAttention(nn.Module):
         attention weights (*, n_heads, L, L)."""
         q, k, v = self.qkv(x).unflatten(-1, (3, self.n_heads, self.head_dim)).unbind(-3)
         q, k, v = (t.transpose(-3, -2) for t in (q, k, v))  # (*, n_heads, L, head_dim)
+        if self.rope:
+            q, k = apply_rope(q), apply_rope(k)
         weights = attention_weights(q, k, mask=causal_mask(x.shape[-2]))
         return (weights @ v).transpose(-3, -2), weights
 
@@ -89,7 +98,8 @@ def value_output_map(module: GatedCausalSelfAttention, head: int) -> torch.Tenso
 def fold_static_gate(module: GatedCausalSelfAttention) -> GatedCausalSelfAttention:
     """An ungated copy whose W_O columns of head h are scaled by sigmoid(g_h): same function."""
     d_model = module.out.weight.shape[0]
-    folded = GatedCausalSelfAttention(d_model, module.n_heads, gate="none").to(module.out.weight)
+    folded = GatedCausalSelfAttention(d_model, module.n_heads, gate="none",
+                                      rope=module.rope).to(module.out.weight)
     with torch.no_grad():
         folded.qkv.weight.copy_(module.qkv.weight)
         scale = torch.sigmoid(module.gate_logit).repeat_interleave(module.head_dim)

@@ -9,14 +9,21 @@ _GATE_AFTER_W_O = (
     "            return self.out(y.flatten(-2)) * self.gate_scores(x).flatten(-2)\n"
     "            # END SOLUTION\n")
 _STATIC_PER_HEAD = ("logits = self.gate_proj(x)  #",
-                    "logits = self.gate_proj.bias.expand(*x.shape[:-1], -1)  #")
+                    "logits = self.gate_proj.weight.sum(-1).expand(*x.shape[:-1], -1)  #")
 _NO_SIGMOID = ("return torch.sigmoid(logits).unflatten(-1, (self.n_heads, -1))",
                "return logits.unflatten(-1, (self.n_heads, -1))")
-_SHARED_ACROSS_HEADS = ("self.gate_proj = nn.Linear(d_model, n_heads * gate_width)",
-                        "self.gate_proj = nn.Linear(d_model, gate_width)")
+_SHARED_ACROSS_HEADS = ("self.gate_proj = nn.Linear(d_model, n_heads * gate_width, bias=False)",
+                        "self.gate_proj = nn.Linear(d_model, gate_width, bias=False)")
+_WITH_BIAS = ("self.gate_proj = nn.Linear(d_model, n_heads * gate_width, bias=False)",
+              "self.gate_proj = nn.Linear(d_model, n_heads * gate_width)")
 _SHARED_BY_MEAN = (
     "return torch.sigmoid(logits).unflatten(-1, (self.n_heads, -1))",
     "return torch.sigmoid(logits).unflatten(-1, (self.n_heads, -1)).mean(-2, keepdim=True)")
+_SQUEEZED = ("return torch.sigmoid(logits).unflatten(-1, (self.n_heads, -1))",
+             "return torch.sigmoid(logits).unflatten(-1, (self.n_heads, -1)).squeeze(0)")
+_X_NORMALISED_IN_PLACE = ("logits = self.gate_proj(x)  #",
+                          "x /= x.norm(dim=-1, keepdim=True)\n        logits = self.gate_proj(x)  #")
+_GATE_DETACHED = ("y = y * self.gate_scores(x)", "y = y * self.gate_scores(x).detach()")
 
 MUTANTS = []
 for _check in ("07.gate_elementwise", "07.gate_headwise"):
@@ -28,8 +35,16 @@ for _check in ("07.gate_elementwise", "07.gate_headwise"):
         Mutant(_check, FILE, *_STATIC_PER_HEAD, "not a learned constant",
                "a static learned gate per head instead of one computed from x"),
         Mutant(_check, FILE, *_NO_SIGMOID, "(0, 1)", "sigmoid missing"),
-        Mutant(_check, FILE, *_SHARED_ACROSS_HEADS, "each head has its own gates",
+        Mutant(_check, FILE, *_SHARED_ACROSS_HEADS, "each head has its own gate",
                "one gate projection shared by all heads"),
+        Mutant(_check, FILE, *_WITH_BIAS, "no bias of its own",
+               "a gate projection with its own bias (not the paper's gate)"),
         Mutant(_check, FILE, *_SHARED_BY_MEAN, "gate_scores returns (*, L, n_heads",
                "heads' gates averaged into one shared gate"),
+        Mutant(_check, FILE, *_SQUEEZED, "axes of size 1 are real axes",
+               "gate scores squeezed: a batch of one loses its axis"),
+        Mutant(_check, FILE, *_X_NORMALISED_IN_PLACE, "must not change it",
+               "x normalised in place before the gate"),
+        Mutant(_check, FILE, *_GATE_DETACHED, "must pass gradients",
+               "gate detached from the graph: gate_proj never learns"),
     ]

@@ -1,19 +1,19 @@
-"""Checks for lesson 08 (the gated-attention paper): the G1 gate, elementwise and headwise."""
+"""Checks for lesson 08 (the gated-attention paper): the G1 gate, elementwise and headwise.
+
+The gate is bias-free, as in the paper's code (extra rows of the bias-free q_proj)."""
 from __future__ import annotations
 
 import torch
 
 from course.checks.core import Case, Check
-from course.checks.inputs import fill_parameters, parameter_shapes, randn
+from course.checks.inputs import (fill_parameters, inputs_unchanged, no_input_modified,
+                                  parameter_shapes, randn, with_gradients)
 
 D_MODEL, N_HEADS = 8, 2
 
 
-def _module(cls, gate: str, seed: int, zero_gate_weights: bool = False):
-    module = fill_parameters(cls(D_MODEL, N_HEADS, gate), seed=seed)
-    if zero_gate_weights:  # the gate becomes sigmoid(bias): the same for every token
-        module.gate_proj.weight.data.zero_()
-    return module
+def _module(cls, gate: str, seed: int):
+    return fill_parameters(cls(D_MODEL, N_HEADS, gate), seed=seed)
 
 
 def _gate_scores(gate: str, x_shape, seed: int):
@@ -22,10 +22,33 @@ def _gate_scores(gate: str, x_shape, seed: int):
     return run
 
 
-def _forward(gate: str, x_shape, seed: int, zero_gate_weights: bool = False):
+def _forward(gate: str, x_shape, seed: int):
     def run(cls):
-        module = _module(cls, gate, seed, zero_gate_weights)
+        module = _module(cls, gate, seed)
         return {"output": module(randn(*x_shape, seed=seed + 1)), **parameter_shapes(module)}
+    return run
+
+
+def _scores_and_output(gate: str, x_shape, seed: int):
+    def run(cls):
+        module = _module(cls, gate, seed)
+        x = randn(*x_shape, seed=seed + 1)
+        return {"gate scores": module.gate_scores(x), "output": module(x)}
+    return run
+
+
+def _unmodified(gate: str, seed: int):
+    def run(cls):
+        module = _module(cls, gate, seed)
+        return inputs_unchanged(module.gate_scores, randn(2, 5, D_MODEL, seed=seed + 1))
+    return run
+
+
+def _gradients(gate: str, seed: int):
+    def run(cls):
+        module = _module(cls, gate, seed)
+        return with_gradients(module, {"x": randn(2, 5, D_MODEL, seed=seed + 1)}, module=module,
+                              seed=seed + 2)
     return run
 
 
@@ -61,12 +84,17 @@ def _earlier_tokens_unchanged(outputs) -> str | None:
 
 
 def _cases(gate: str, width_text: str, seed: int) -> list[Case]:
-    own_gates = ("each head has its own gates: gate_proj = Linear(d_model, "
-                 f"{width_text}) with a bias")
+    own_gates = (f"gate_proj = Linear(d_model, {width_text}, bias=False): each head has its "
+                 "own gate columns, and the paper's gate has no bias of its own (its logits are "
+                 "extra rows of the bias-free q_proj)")
     return [
         Case(f"parameters of GatedCausalSelfAttention({D_MODEL}, {N_HEADS}, '{gate}')",
              lambda cls: parameter_shapes(cls(D_MODEL, N_HEADS, gate)),
              hint=own_gates, shape_hint=own_gates),
+        Case("gate_scores(x) leaves x as it was", _unmodified(gate, seed + 5),
+             hint="the gate reads x and must not change it: no in-place operations on x "
+                  "(x /= ..., x.sub_(...)); the caller's tensor is the residual stream",
+             expect=no_input_modified),
         Case("gate scores change from token to token", _gate_scores(gate, (6, D_MODEL), seed),
              hint="the gate is input-dependent, computed from each token's x by gate_proj, "
                   "not a learned constant per head",
@@ -78,19 +106,26 @@ def _cases(gate: str, width_text: str, seed: int) -> list[Case]:
              hint="gate_scores(x) = sigmoid(gate_proj(x)) with the last axis split as "
                   "(n_heads, gate width): channel block h belongs to head h",
              shape_hint=f"gate_scores returns (*, L, n_heads, {'head_dim' if gate == 'elementwise' else '1'})"),
-        Case("gate weights zero (gate = sigmoid(bias)): where the gate sits",
-             _forward(gate, (5, D_MODEL), seed + 30, zero_gate_weights=True),
-             hint="G1: multiply each head's SDPA output by its gate before the output "
-                  "projection W_O (gating after W_O is position G5)"),
-        Case("x (5, 8): the gate is computed from x", _forward(gate, (5, D_MODEL), seed + 40),
-             hint="compute the gate from the layer's input x (the normalised hidden state), "
-                  "not from the attention output"),
+        Case("x (5, 8): the gate is computed from x, and sits before W_O",
+             _forward(gate, (5, D_MODEL), seed + 40),
+             hint="G1: compute the gate from the layer's input x (the normalised hidden state), "
+                  "not from the attention output, and multiply each head's SDPA output by it "
+                  "before the output projection W_O (gating after W_O is position G5)"),
         Case("x (2, 3, 6, 8): leading batch axes", _forward(gate, (2, 3, 6, D_MODEL), seed + 50),
              hint="leading axes are batch axes; the gate multiplies y of shape "
                   "(*, L, n_heads, head_dim) before out(y.flatten(-2))"),
+        Case("a batch of one sequence of one token, x (1, 1, 8)",
+             _scores_and_output(gate, (1, 1, D_MODEL), seed + 55),
+             hint="axes of size 1 are real axes: gate_scores of x (1, 1, 8) is "
+                  "(1, 1, n_heads, width); do not squeeze them away",
+             shape_hint="axes of size 1 are real axes: gate_scores of x (1, 1, 8) is "
+                        "(1, 1, n_heads, width); do not squeeze them away"),
         Case("causal: a later token does not change earlier outputs", _causal_run(gate, seed + 60),
              hint="the gate of token i must use x_i only; attention keeps its causal mask",
              expect=_earlier_tokens_unchanged),
+        Case("gradients of a loss w.r.t. x and every parameter", _gradients(gate, seed + 70),
+             hint="the gate must pass gradients: no .detach() or torch.no_grad() around the "
+                  "gate, or gate_proj never learns (its gradient is missing: NaN here)"),
     ]
 
 

@@ -18,19 +18,24 @@ COLOURS = {"none": "tab:red", "elementwise": "tab:blue", "headwise": "tab:cyan",
            "static": "tab:orange"}
 
 
-def first_token_share_per_layer(runs: dict, dataset: str, seed: int | str = "mean") -> dict:
+ARCH_NAMES = {"paper": "paper-like (RMSNorm, RoPE)", "gpt2": "GPT-2-style (LayerNorm, learned positions)"}
+
+
+def first_token_share_per_layer(runs: dict, dataset: str, seed: int | str = "mean",
+                                arch: str = "paper") -> dict:
     """{variant: [share of layer 0, layer 1, ...]} for one seed, or the mean over the seeds."""
     seeds = SEEDS if seed == "mean" else (int(seed),)
     shares = {}
     for gate in VARIANTS:
-        per_seed = np.array([runs[run_key(dataset, gate, s)]["first_token_share_per_layer"]
-                             for s in seeds])
+        per_seed = np.array([runs[run_key(arch, dataset, gate, s)]["first_token_share_per_layer"]
+                             for s in seeds if run_key(arch, dataset, gate, s) in runs])
         shares[gate] = per_seed.mean(axis=0).tolist()
     return shares
 
 
-def draw_first_token_share(fig, runs: dict, dataset: str = "bb", seed="mean") -> None:
-    shares = first_token_share_per_layer(runs, dataset, seed)
+def draw_first_token_share(fig, runs: dict, dataset: str = "bb", seed="mean",
+                           arch: str = "paper") -> None:
+    shares = first_token_share_per_layer(runs, dataset, seed, arch)
     ax = fig.add_subplot()
     n_layers = len(shares["none"])
     width = 0.8 / len(VARIANTS)
@@ -41,31 +46,35 @@ def draw_first_token_share(fig, runs: dict, dataset: str = "bb", seed="mean") ->
     ax.set_ylim(0, 1)
     ax.set_ylabel("attention on position 0 (BOS)")
     name = "Bigram-Backcopy" if dataset == "bb" else "docstring text"
-    ax.set_title(f"{name}, {'mean of 3 seeds' if seed == 'mean' else f'seed {seed}'}")
+    ax.set_title(f"{ARCH_NAMES[arch]}, {name}, "
+                 f"{'mean over seeds' if seed == 'mean' else f'seed {seed}'}", fontsize=10)
     ax.legend(fontsize=8, loc="upper right")
 
 
 def sink_explorer(runs: dict) -> widgets.VBox:
-    """Pick a dataset and a seed; bars show each layer's first-token share for every variant."""
+    """Pick an architecture, a dataset and a seed; bars show each layer's first-token share for
+    every variant."""
     controls = {
+        "arch": widgets.ToggleButtons(options=[("paper-like", "paper"), ("GPT-2-style", "gpt2")],
+                                      value="paper", description="model"),
         "dataset": widgets.ToggleButtons(options=[("Bigram-Backcopy", "bb"), ("text", "text")],
                                          value="bb", description="data"),
         "seed": widgets.Dropdown(options=["mean"] + [str(s) for s in SEEDS], value="mean",
                                  description="seed"),
     }
 
-    def draw(fig, dataset, seed):
-        draw_first_token_share(fig, runs, dataset, seed)
+    def draw(fig, arch, dataset, seed):
+        draw_first_token_share(fig, runs, dataset, seed, arch)
 
     return live_figure(draw, controls, "red: no gate; compare it with the gated variants layer "
                        "by layer, on text and on Bigram-Backcopy", figsize=(7.0, 3.4))
 
 
-def per_head_heatmaps(runs: dict, dataset: str, seed: int):
+def per_head_heatmaps(runs: dict, dataset: str, seed: int, arch: str = "paper"):
     """One heatmap per variant: first-token share of each (layer, head)."""
     fig, axes = plt.subplots(1, len(VARIANTS), figsize=(12, 2.6), layout="constrained")
     for ax, gate in zip(axes, VARIANTS):
-        values = np.array(runs[run_key(dataset, gate, seed)]["first_token_share_per_head"])
+        values = np.array(runs[run_key(arch, dataset, gate, seed)]["first_token_share_per_head"])
         image = ax.imshow(values, vmin=0, vmax=1, cmap="Reds")
         for (layer, head), v in np.ndenumerate(values):
             ax.text(head, layer, f"{v:.2f}", ha="center", va="center", fontsize=8,
@@ -80,13 +89,13 @@ def per_head_heatmaps(runs: dict, dataset: str, seed: int):
     return fig
 
 
-def gate_histograms(runs: dict, dataset: str, seed: int):
+def gate_histograms(runs: dict, dataset: str, seed: int, arch: str = "paper"):
     """Histogram of all gate scores of each gated variant (counts shipped in the metrics)."""
     gated = [g for g in VARIANTS if g != "none"]
     fig, axes = plt.subplots(1, len(gated), figsize=(11, 2.6), layout="constrained")
     edges = np.linspace(0, 1, GATE_BINS + 1)
     for ax, gate in zip(axes, gated):
-        m = runs[run_key(dataset, gate, seed)]
+        m = runs[run_key(arch, dataset, gate, seed)]
         counts = np.array(m["gate_histogram"])
         ax.bar(edges[:-1], counts / counts.sum(), width=1 / GATE_BINS, align="edge",
                color=COLOURS[gate])
