@@ -329,6 +329,7 @@ def _gated_paper(d, gate):
         d.module("gate_scores", init, args=[d.randn(2, L, D)], method="gate_scores"),
         d.module("gradients", init, args=[d.randn(2, L, D)], grad=True),
         d.module("one token", init, args=[d.randn(2, 1, D)]),
+        d.module("gate_scores, a batch of one", init, args=[d.randn(1, L, D)], method="gate_scores"),
     ]
 
 
