@@ -576,11 +576,11 @@ def _exercise_widgets(page, roots, widget_cells, result, stem, screenshots, chan
         result.widgets.append(widget)
         root.scroll_into_view_if_needed()
         page.wait_for_timeout(200)
-        if screenshots is not None:
+        controls = root.locator(", ".join(CONTROL_SELECTORS.values()))  # in page order
+        if screenshots is not None and controls.count():  # not a progress bar's output
             path = Path(screenshots) / f"{stem}_widget{k + 1}.png"
             _screenshot(root, path)
             widget.screenshot = str(path)
-        controls = root.locator(", ".join(CONTROL_SELECTORS.values()))  # in page order
         for j in range(controls.count()):
             control = controls.nth(j)
             kind = control.evaluate(JS_KIND, CONTROL_SELECTORS)
