@@ -201,31 +201,46 @@ def jupyterlab(root: Path, timeout: float = 180):
                    "check_for_updates_class": "jupyterlab.handlers.announcements.NeverCheckForUpdate"},
     }
     (state / "config" / "jupyter_lab_config.json").write_text(json.dumps(config))
-    log = open(state / "lab.log", "w")
-    process = subprocess.Popen([sys.executable, "-m", "jupyterlab", "--no-browser"],
-                               cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT,
+    argv = [sys.executable, "-m", "jupyterlab", "--no-browser"]
+    with _server(argv, root, env, state, "JupyterLab", port, "/api/status", timeout) as url:
+        yield url
+
+
+@contextmanager
+def _server(argv, cwd, env, state: Path, name: str, port: int, probe: str | None,
+            timeout: float):
+    """Start a server in its own process group, wait until it answers on 127.0.0.1:port (HTTP
+    200 at `probe`, or any connection when probe is None), yield its URL; stop it and remove
+    `state` afterwards. Its log is state/server.log, quoted when it fails to start."""
+    log = open(state / "server.log", "w")
+    process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
                                start_new_session=True)
     url = f"http://127.0.0.1:{port}"
+
+    def answers() -> bool:
+        try:
+            if probe is None:
+                with socket.create_connection(("127.0.0.1", port), timeout=2):
+                    return True
+            with urllib.request.urlopen(f"{url}{probe}", timeout=5) as reply:
+                return reply.status == 200
+        except OSError:
+            return False
+
     try:
         deadline = time.monotonic() + timeout
-        while True:
+        while not answers():
             if process.poll() is not None:
-                raise RuntimeError(f"JupyterLab exited with {process.returncode}:\n"
-                                   + (state / "lab.log").read_text()[-4000:])
-            try:
-                with urllib.request.urlopen(f"{url}/api/status", timeout=5) as reply:
-                    if reply.status == 200:
-                        break
-            except OSError:
-                pass
+                raise RuntimeError(f"{name} exited with {process.returncode}:\n"
+                                   + (state / "server.log").read_text()[-4000:])
             if time.monotonic() > deadline:
-                raise RuntimeError(f"JupyterLab did not answer on {url} within {timeout:.0f} s:\n"
-                                   + (state / "lab.log").read_text()[-4000:])
+                raise RuntimeError(f"{name} did not answer on {url} within {timeout:.0f} s:\n"
+                                   + (state / "server.log").read_text()[-4000:])
             time.sleep(0.3)
         yield url
     finally:
         if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)  # the group we started: server and its kernels
+            os.killpg(process.pid, signal.SIGTERM)  # the group we started: server and kernels
             try:
                 process.wait(timeout=20)
             except subprocess.TimeoutExpired:
@@ -246,39 +261,10 @@ def voila(notebook: Path, timeout: float = 180):
                JUPYTER_RUNTIME_DIR=str(state / "runtime"), IPYTHONDIR=str(state / "ipython"),
                PYTHONUNBUFFERED="1")
     port = free_port()
-    log = open(state / "voila.log", "w")
-    process = subprocess.Popen([sys.executable, "-m", "voila", str(notebook), f"--port={port}",
-                                "--Voila.ip=127.0.0.1", "--no-browser",
-                                "--VoilaConfiguration.show_tracebacks=True"],
-                               cwd=Path(notebook).parent, env=env, stdout=log,
-                               stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"Voilà exited with {process.returncode}:\n"
-                                   + (state / "voila.log").read_text()[-4000:])
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=2):
-                    break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"Voilà did not listen on {url} within {timeout:.0f} s:\n"
-                                   + (state / "voila.log").read_text()[-4000:])
-            time.sleep(0.3)
+    argv = [sys.executable, "-m", "voila", str(notebook), f"--port={port}", "--Voila.ip=127.0.0.1",
+            "--no-browser", "--VoilaConfiguration.show_tracebacks=True"]
+    with _server(argv, Path(notebook).parent, env, state, "Voilà", port, None, timeout) as url:
         yield url
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)  # the group we started: server and kernel
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-        log.close()
-        shutil.rmtree(state, ignore_errors=True)
 
 
 # -------------------------------------------------------------------------------------- browser
