@@ -72,35 +72,13 @@ def test_the_release_keeps_the_students_targets_only(release):
 
 def test_make_lab_in_the_release_serves_lesson_zero(release, tmp_path):
     import json
-    import os
-    import time
 
-    from tests.test_lab import fetch, free_port, stop
+    from tests.test_lab import fetch, make_lab
 
-    port = free_port()
-    args = (f"--no-browser --ip=127.0.0.1 --port={port} --ServerApp.port_retries=0 "
-            "--IdentityProvider.token= --ServerApp.password=")
-    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
-    log = open(tmp_path / "lab.log", "w+")
-    server = subprocess.Popen(["make", "-o", ".venv/.installed", "lab", f"LAB_ARGS={args}"],
-                              cwd=release, env=env, stdout=log, stderr=subprocess.STDOUT,
-                              start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                status, _ = fetch(f"http://127.0.0.1:{port}/api/contents/notebooks/00_start_here.ipynb")
-                break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    log.seek(0)
-                    pytest.fail(f"JupyterLab did not come up in the release:\n{log.read()[-3000:]}")
-                time.sleep(0.5)
+    with make_lab(release, tmp_path, "-o", ".venv/.installed") as base:
+        status, body = fetch(f"{base}/api/contents/notebooks/00_start_here.ipynb")
         assert status == 200
-        _, body = fetch(f"http://127.0.0.1:{port}/api/contents/notebooks/00_start_here.ipynb")
         assert json.loads(body)["content"]["cells"][0]["source"].startswith("# Lesson 00")
-    finally:
-        stop(server)
 
 
 def test_student_makefile_drops_a_rule_with_its_comment():

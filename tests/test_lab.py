@@ -6,6 +6,8 @@ import socket
 import subprocess
 import time
 import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -23,27 +25,39 @@ def fetch(url: str) -> tuple[int, str]:
         return response.status, response.read().decode()
 
 
-@pytest.mark.slow
-def test_make_lab_serves_lesson_zero(tmp_path):
+@contextmanager
+def make_lab(folder: Path, tmp_path: Path, *make_options: str):
+    """`make lab` in `folder` on a free loopback port, without token; yields the base URL once
+    lesson 00 is served, and ends make and JupyterLab afterwards."""
     port = free_port()
     args = (f"--no-browser --ip=127.0.0.1 --port={port} --ServerApp.port_retries=0 "
             "--IdentityProvider.token= --ServerApp.password=")
     env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
     log = open(tmp_path / "lab.log", "w+")
-    server = subprocess.Popen(["make", "lab", f"LAB_ARGS={args}"], cwd=ROOT, env=env,
-                              stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    server = subprocess.Popen(["make", *make_options, "lab", f"LAB_ARGS={args}"], cwd=folder,
+                              env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
         while True:
             try:
-                status, page = fetch(f"{base}/lab/tree/notebooks/00_start_here.ipynb")
+                fetch(f"{base}/api/contents/notebooks/00_start_here.ipynb")
                 break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
                     log.seek(0)
-                    pytest.fail(f"JupyterLab did not come up:\n{log.read()[-3000:]}")
+                    pytest.fail(f"JupyterLab did not come up in {folder}:\n{log.read()[-3000:]}")
                 time.sleep(0.5)
+        yield base
+    finally:
+        stop(server)
+        log.close()
+
+
+@pytest.mark.slow
+def test_make_lab_serves_lesson_zero(tmp_path):
+    with make_lab(ROOT, tmp_path) as base:
+        status, page = fetch(f"{base}/lab/tree/notebooks/00_start_here.ipynb")
         assert status == 200 and "JupyterLab" in page
         status, body = fetch(f"{base}/api/contents/notebooks/00_start_here.ipynb")
         notebook = json.loads(body)["content"]
@@ -51,8 +65,6 @@ def test_make_lab_serves_lesson_zero(tmp_path):
         assert notebook["cells"][0]["source"].startswith("# Lesson 00")
         status, body = fetch(f"{base}/api/kernelspecs")
         assert "python3" in json.loads(body)["kernelspecs"]
-    finally:
-        stop(server)
 
 
 def stop(process: subprocess.Popen) -> None:
