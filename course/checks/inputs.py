@@ -74,7 +74,9 @@ def inputs_unchanged(call, *tensors: torch.Tensor) -> dict[str, torch.Tensor]:
     """Call `call(*tensors)` and report whether it modified any input in place.
 
     Returns {"output": ..., "inputs modified": tensor of bools, one per input}; pair it with
-    `expect=no_input_modified` in a Case.
+    `expect=no_input_modified` in a Case. The engine already guards every call of a function
+    under test and every `forward` of a module (course/checks/core.py); this probe is for other
+    methods, such as lesson 08's `gate_scores`.
     """
     before = [t.clone() for t in tensors]
     output = call(*tensors)
