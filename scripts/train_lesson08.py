@@ -4,9 +4,13 @@
     .venv/bin/python scripts/train_lesson08.py --archs paper --datasets bb --threads 1   # a part
     .venv/bin/python scripts/train_lesson08.py --ablations "gpt2 + RoPE" --datasets bb --variants none --seeds 0
     .venv/bin/python scripts/train_lesson08.py --remeasure        # recompute metrics from checkpoints
+    .venv/bin/python scripts/train_lesson08.py --sink "trigger token,normal init" - --seeds 0 --threads 1
+                                   # the sink search: each argument a comma-separated set of
+                                   # lm.SINK_FACTORS ("-": the course's set-up), baselines unless --variants
 
 Writes data/lesson08/checkpoints_<arch>_<dataset>.pt (float16 state dicts),
-metrics_<arch>_<dataset>.json and, with --ablations, metrics_ablations.json.
+metrics_<arch>_<dataset>.json, with --ablations metrics_ablations.json, with --sink
+metrics_sink_search.json (metrics only).
 """
 from __future__ import annotations
 
@@ -50,7 +54,22 @@ def main(argv=None) -> int:
     parser.add_argument("--remeasure", action="store_true")
     parser.add_argument("--ablations", nargs="*", choices=list(lm.ABLATIONS), default=None,
                         help="train the one-seed ablations (all when none named) instead")
+    parser.add_argument("--sink", nargs="+", default=None, metavar="FACTORS",
+                        help="sink-search runs: comma-separated factor sets, '-' for none")
+    parser.add_argument("--sink-arch", default="paper", choices=lm.ARCHS)
     args = parser.parse_args(argv)
+    if args.sink is not None:
+        start = time.perf_counter()
+        variants = args.variants if "--variants" in (argv or sys.argv) else ["none"]
+        for item in args.sink:
+            factors = [] if item == "-" else [f.strip() for f in item.split(",")]
+            unknown = set(factors) - set(lm.SINK_FACTORS)
+            if unknown:
+                parser.error(f"unknown factors {sorted(unknown)}; known: {list(lm.SINK_FACTORS)}")
+            lm.train_sink_search(factors, gates=variants, seeds=args.seeds, arch=args.sink_arch,
+                                 threads=args.threads, folder=args.out)
+        print(f"trained the sink-search runs in {time.perf_counter() - start:.0f} s")
+        return 0
     if args.remeasure:
         remeasure(args.archs, args.datasets, args.out)
         return 0
