@@ -380,16 +380,25 @@ def train_and_measure(dataset_name: str, gate: str, seed: int, steps: int = STEP
     return shipped.config, state, metrics
 
 
-def run_key(arch: str, dataset: str, gate: str, seed: int) -> str:
-    return f"{arch}/{dataset}/{gate}/seed{seed}"
+def run_key(arch: str, dataset: str, gate: str, seed: int, setup: str = "course") -> str:
+    """'paper/bb/none/seed0' in the course's set-up, 'sink/paper/bb/none/seed0' in another."""
+    return f"{setup_prefix(arch, setup)}/{dataset}/{gate}/seed{seed}"
 
 
-def checkpoint_path(arch: str, dataset: str, folder: Path | None = None) -> Path:
-    return Path(folder or DATA) / f"checkpoints_{arch}_{dataset}.pt"
+def setup_prefix(arch: str, setup: str = "course") -> str:
+    return arch if setup == "course" else f"{setup}/{arch}"
 
 
-def metrics_path(arch: str, dataset: str, folder: Path | None = None) -> Path:
-    return Path(folder or DATA) / f"metrics_{arch}_{dataset}.json"
+def _file_stem(arch: str, dataset: str, setup: str) -> str:
+    return f"{arch}_{dataset}" if setup == "course" else f"{setup}_{arch}_{dataset}"
+
+
+def checkpoint_path(arch: str, dataset: str, folder: Path | None = None, setup: str = "course") -> Path:
+    return Path(folder or DATA) / f"checkpoints_{_file_stem(arch, dataset, setup)}.pt"
+
+
+def metrics_path(arch: str, dataset: str, folder: Path | None = None, setup: str = "course") -> Path:
+    return Path(folder or DATA) / f"metrics_{_file_stem(arch, dataset, setup)}.json"
 
 
 def ablations_path(folder: Path | None = None) -> Path:
@@ -402,39 +411,56 @@ def _progress_line(key: str, m: dict) -> str:
             + f"), val loss {m['val_loss']:.4f}, {m['train_seconds']:.0f} s")
 
 
+# the seeds whose float16 weights ship (the cells that need weights use seed 0); every seed's
+# metrics ship
+CHECKPOINT_SEEDS = (0,)
+
+
+def _stored_runs(arch: str, dataset: str, folder: Path, setup: str, record: dict):
+    """(metrics, checkpoints) already trained with this recipe and set-up, else empty dicts."""
+    path = metrics_path(arch, dataset, folder, setup)
+    if not path.exists():
+        return {}, {}
+    stored = json.loads(path.read_text())
+    if {k: stored.get(k) for k in record} != record:
+        return {}, {}
+    weights = checkpoint_path(arch, dataset, folder, setup)
+    return stored["runs"], torch.load(weights, weights_only=True) if weights.exists() else {}
+
+
 def train_all(archs=ARCHS, datasets=DATASETS, variants=VARIANTS, seeds=SEEDS,
               steps: int = STEPS, threads: int = 2, folder: Path | None = None,
-              progress: bool = True) -> dict:
-    """Train every run; write checkpoints_<arch>_<dataset>.pt and metrics_<arch>_<dataset>.json.
-    Runs already in those files (same number of steps) are kept and not trained again, so an
-    interrupted training resumes where it stopped."""
+              progress: bool = True, setup: str = "course",
+              checkpoint_seeds=CHECKPOINT_SEEDS) -> dict:
+    """Train every run of a set-up (SETUPS); write metrics_<stem>.json (every run) and
+    checkpoints_<stem>.pt (the runs of checkpoint_seeds), stem "<arch>_<dataset>", or
+    "<setup>_<arch>_<dataset>" outside the course's set-up. Runs already there (same recipe and
+    set-up) are kept, so an interrupted training resumes where it stopped."""
     folder = Path(folder or DATA)
     folder.mkdir(parents=True, exist_ok=True)
     all_metrics = {}
     for arch in archs:
         for dataset in datasets:
-            checkpoints, metrics = {}, {}
-            if metrics_path(arch, dataset, folder).exists():
-                stored = json.loads(metrics_path(arch, dataset, folder).read_text())
-                if stored["recipe"] == {**RECIPES[arch], "steps": steps}:
-                    metrics = stored["runs"]
-                    checkpoints = torch.load(checkpoint_path(arch, dataset, folder), weights_only=True)
+            record = {"recipe": {**RECIPES[arch], "steps": steps}}
+            if setup != "course":
+                record["setup"] = list(SETUPS[setup])
+            metrics, checkpoints = _stored_runs(arch, dataset, folder, setup, record)
             for gate in variants:
                 for seed in seeds:
-                    key = run_key(arch, dataset, gate, seed)
-                    if key in metrics and key in checkpoints:
+                    key = run_key(arch, dataset, gate, seed, setup)
+                    if key in metrics and (seed not in checkpoint_seeds or key in checkpoints):
                         continue
                     config, state, metrics[key] = train_and_measure(
                         dataset, gate, seed, steps=steps, threads=threads, progress=progress,
-                        model_options={"arch": arch})
-                    checkpoints[key] = {"config": config, "state": state}
+                        model_options=sink_spec(SETUPS[setup], arch))
                     if progress:
                         print(_progress_line(key, metrics[key]), flush=True)
                     # written after every run, so an interrupted training keeps what it finished
-                    torch.save(checkpoints, checkpoint_path(arch, dataset, folder))
-                    metrics_path(arch, dataset, folder).write_text(json.dumps(
-                        {"recipe": {**RECIPES[arch], "steps": steps}, "runs": metrics},
-                        indent=1) + "\n")
+                    metrics_path(arch, dataset, folder, setup).write_text(
+                        json.dumps({**record, "runs": metrics}, indent=1) + "\n")
+                    if seed in checkpoint_seeds:
+                        checkpoints[key] = {"config": config, "state": state}
+                        torch.save(checkpoints, checkpoint_path(arch, dataset, folder, setup))
             all_metrics.update(metrics)
     return all_metrics
 
@@ -499,6 +525,14 @@ def sink_spec(factors, arch: str = "paper") -> dict:
     return spec
 
 
+# The set-ups the lesson trains every variant of, in both builds: the course's own model and data,
+# and the one the sink search found to make a strong attention sink (a list of SINK_FACTORS).
+SETUPS = {
+    "course": (),
+    "sink": tuple(SINK_FACTORS),
+}
+
+
 def sink_search_path(folder: Path | None = None) -> Path:
     return Path(folder or DATA) / "metrics_sink_search.json"
 
@@ -520,15 +554,20 @@ def train_sink_search(factors, gates=("none",), seeds=(0,), arch: str = "paper",
     return runs
 
 
-def load_metrics(folder: Path | None = None, archs=ARCHS) -> dict:
-    """Shipped metrics of every run, by run_key."""
+def load_metrics(folder: Path | None = None, archs=ARCHS, setups=("course",)) -> dict:
+    """Shipped metrics of every run of the set-ups, by run_key."""
     runs = {}
-    for arch in archs:
-        for dataset in DATASETS:
-            path = metrics_path(arch, dataset, folder)
-            if path.exists():
-                runs.update(json.loads(path.read_text())["runs"])
+    for setup in setups:
+        for arch in archs:
+            for dataset in DATASETS:
+                path = metrics_path(arch, dataset, folder, setup)
+                if path.exists():
+                    runs.update(json.loads(path.read_text())["runs"])
     return runs
+
+
+def load_sink_search(folder: Path | None = None) -> dict:
+    return json.loads(sink_search_path(folder).read_text())["runs"]
 
 
 def load_ablations(folder: Path | None = None) -> dict:
@@ -541,10 +580,10 @@ def _checkpoint_file(path: Path, modified: float) -> dict:
 
 
 def load_checkpoint(dataset: str, gate: str, seed: int, arch: str = "paper",
-                    folder: Path | None = None):
+                    folder: Path | None = None, setup: str = "course"):
     """A shipped (or retrained, with `folder`) model, float32, in eval mode."""
-    path = checkpoint_path(arch, dataset, folder)
-    stored = _checkpoint_file(path, path.stat().st_mtime)[run_key(arch, dataset, gate, seed)]
+    path = checkpoint_path(arch, dataset, folder, setup)
+    stored = _checkpoint_file(path, path.stat().st_mtime)[run_key(arch, dataset, gate, seed, setup)]
     return load_model(stored["config"], stored["state"])
 
 
