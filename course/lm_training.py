@@ -36,6 +36,8 @@ SEEDS = (0, 1, 2)
 TRIGGERS = "fpw"
 SEQ_LEN = 64  # BOS + 63 characters
 BOS = 0
+# the first-token share if every query i >= 1 spread its attention evenly over keys 0..i
+UNIFORM_SHARE = sum(1 / (i + 1) for i in range(1, SEQ_LEN)) / (SEQ_LEN - 1)
 VAL_SEQUENCES = 256
 VAL_SEED = 10_000
 # the training recipe of each architecture's shipped runs (the notebook prints them). "gpt2" is
@@ -554,10 +556,10 @@ def train_sink_search(factors, gates=("none",), seeds=(0,), arch: str = "paper",
     return runs
 
 
-def load_metrics(folder: Path | None = None, archs=ARCHS, setups=("course",)) -> dict:
-    """Shipped metrics of every run of the set-ups, by run_key."""
+def load_metrics(folder: Path | None = None, archs=ARCHS, setups=None) -> dict:
+    """Shipped metrics of every run of the set-ups (default: all SETUPS), by run_key."""
     runs = {}
-    for setup in setups:
+    for setup in setups or SETUPS:
         for arch in archs:
             for dataset in DATASETS:
                 path = metrics_path(arch, dataset, folder, setup)
