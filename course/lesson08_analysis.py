@@ -201,7 +201,31 @@ def massive_table(runs: dict, prefix: str, dataset: str) -> str:
     return "\n".join(lines)
 
 
+def massive_extremes(runs: dict) -> dict:
+    """Over every layer of every run: the smallest and the largest ratio max|h| / median|h|
+    (each with its run key), and in how many of those layers the largest activation is at BOS."""
+    layers = [(layer["ratio"], key, layer["position"] == 0) for key, m in runs.items()
+              for layer in m.get("massive_activations_per_layer") or []]
+    return {"lowest": min(layers)[:2], "highest": max(layers)[:2],
+            "at_bos": sum(at_bos for *_, at_bos in layers), "layers": len(layers)}
+
+
 # -------------------------------------------------------------------- the sink search
+def search_with_setups(search: dict, runs: dict, setups: dict, seeds=(0, 1, 2)) -> dict:
+    """The sink search with the baselines of the main comparison's set-ups (setups: {name: its
+    factors}) as its first rows: the same training as a search run with those factors, so the
+    course's set-up and the strong-sink set-up show all their seeds."""
+    from course.lm_training import run_key, sink_search_key
+
+    merged = {}
+    for setup, factors in setups.items():
+        for seed in seeds:
+            key = run_key("paper", "bb", "none", seed, setup)
+            if key in runs:
+                merged[sink_search_key(factors, "none", seed)] = runs[key]
+    return {**merged, **{k: m for k, m in search.items() if k not in merged}}
+
+
 def search_rows(search: dict, factors: dict) -> list[dict]:
     """The sink search's baselines, one row per set of factors: the factors turned on, the
     first-token share of every seed and of layer 0, the loss. In the order first trained."""

@@ -476,7 +476,7 @@ def _train_into(path: Path, key: str, spec: dict, dataset: str, gate: str, seed:
     runs = json.loads(path.read_text())["runs"] if path.exists() else {}
     if key in runs:
         return runs
-    config, _, metrics = train_and_measure(dataset, gate, seed, threads=threads,
+    config, _state, metrics = train_and_measure(dataset, gate, seed, threads=threads,
                                            progress=progress, model_options=spec)
     metrics.update(config=config, recipe=spec.get("recipe", spec["arch"]),
                    data=spec.get("data", {}), pool=spec.get("pool"))

@@ -127,3 +127,23 @@ def test_trained_layer_and_value_at_bos_on_a_small_model():
         assert torch.allclose(module(x), reference, atol=1e-12)
     ratios = analysis.value_at_bos(model, tokens)
     assert len(ratios) == 4 and all(r > 0 for r in ratios)
+
+
+def test_search_with_setups_puts_the_set_ups_baselines_first():
+    factors = lm.SINK_FACTORS
+    search = {lm.sink_search_key(["uniform first"], "none", 0): _run(0.2),
+              lm.sink_search_key(list(factors), "none", 0): _run(0.6)}
+    runs = {lm.run_key("paper", "bb", "none", s, "sink"): _run(0.6 - 0.1 * s) for s in range(3)}
+    runs.update({lm.run_key("paper", "bb", "none", s): _run(0.2) for s in range(3)})
+    merged = analysis.search_with_setups(search, runs, {"course": (), "sink": tuple(factors)})
+    rows = analysis.search_rows(merged, factors)
+    assert [r["on"] for r in rows] == [[], list(factors), ["uniform first"]]
+    assert [len(r["shares"]) for r in rows] == [3, 3, 1]
+
+
+def test_massive_extremes_cover_every_layer_of_every_run():
+    runs = {"a/bb/none/seed0": _run(0.1, ratio=20.0), "b/bb/none/seed0": _run(0.1, ratio=90.0, at_bos=True),
+            "c/bb/none/seed0": {"first_token_share": 0.1}}  # no massive activations measured
+    found = analysis.massive_extremes(runs)
+    assert found == {"lowest": (20.0, "a/bb/none/seed0"), "highest": (90.0, "b/bb/none/seed0"),
+                     "at_bos": 2, "layers": 4}
