@@ -66,7 +66,7 @@ reference: $(STAMP)
 grade: $(STAMP)
 	@if [ -z "$(strip $(SUBMISSIONS))" ] || [ -z "$(strip $(OUT))" ]; then \
 	  echo "usage: make grade SUBMISSIONS=<dir> OUT=<dir> [JOBS=n] [LESSONS=00-02] [FULL=1]" >&2; exit 2; fi
-	$(BIN)/python -m course.grade --submissions "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(LESSONS),--lessons $(LESSONS)) $(if $(FULL),--full) $(if $(UNSAFE),--unsafe-no-sandbox)
+	$(BIN)/python -m course.grading --submissions "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(LESSONS),--lessons $(LESSONS)) $(if $(FULL),--full) $(if $(UNSAFE),--unsafe-no-sandbox)
 
 # The student release: the course without solutions/, checks working from recorded results.
 handout: $(STAMP)

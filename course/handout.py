@@ -25,9 +25,9 @@ from course import ROOT
 from course.workspace import SKIP
 
 # top-level paths (relative to the course root) that stay with the instructor
-EXCLUDE = {"solutions", "tests", "docs", ".ci", "course/grading_points.toml", "course/grading",
-           "course/grade.py", "course/grade_nbval.py",  # the grader stays with the instructor
-           "course/release/README.md"}
+# the one list of what the release leaves out: the grader (course/grading/, with its points file
+# and hidden-case specs) stays with the instructor
+EXCLUDE = {"solutions", "tests", "docs", ".ci", "course/grading", "course/release/README.md"}
 RELEASE = ROOT / "course" / "release"  # the release's README.md and its tests (tests/)
 RELEASE_TESTS = "course/release/tests"  # what the release's `make test` (pytest) runs
 # Makefile targets that need solutions/ or serve the course's developers: not in the release

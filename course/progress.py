@@ -17,8 +17,9 @@ import io
 import sys
 from dataclasses import dataclass
 
-from course.checks import CheckFailed, NotImplementedYet, all_checks
-from course.checks.core import Check, RecordedReference
+from course.checks import CheckFailed, NotImplementedYet, all_checks, lines
+from course.checks.core import Check
+from course.checks.expected import RecordedReference
 
 REASON_WIDTH = 110  # keeps a row on one line of a terminal
 
@@ -33,30 +34,23 @@ class Row:
 
 
 def _first_line(message: str) -> str:
-    lines = [line.strip() for line in str(message).splitlines() if line.strip()]
-    if not lines:
-        return ""
-    first = lines[0]
-    # "FAIL 01.x, case 'name':" says only which case; the problem is on the next line
-    if first.startswith("FAIL ") and len(lines) > 1:
-        first = lines[1] + " [" + first.split(", ", 1)[-1].rstrip(":") + "]"
+    first = lines.summary(message)
     return first if len(first) <= REASON_WIDTH else first[:REASON_WIDTH - 1] + "…"
 
 
 def run_check(check: Check, package: str = "exercises", reference=None) -> Row:
     """Run one check on the student's code; never raises (a crash is a FAIL with its reason)."""
-    row = Row(check.lesson, check.id, f"exercises/{check.module}.py: {check.attribute}", "PASS")
+    row = Row(check.lesson, check.id, f"exercises/{check.module}.py: {check.attribute}", lines.PASS)
     printed = io.StringIO()  # the student's prints would break the table
     try:
         with contextlib.redirect_stdout(printed):
-            module = importlib.import_module(f"{package}.{check.module}")
-            check(getattr(module, check.attribute), reference=reference, quiet=True)
+            check(check.resolve(package), reference=reference, quiet=True)
     except NotImplementedYet:
-        row.status = "TODO"
+        row.status = lines.TODO
     except CheckFailed as failure:
-        row.status, row.reason = "FAIL", _first_line(str(failure))
+        row.status, row.reason = lines.FAIL, _first_line(str(failure))
     except Exception as error:  # import error, syntax error, missing name, missing reference
-        row.status = "FAIL"
+        row.status = lines.FAIL
         row.reason = _first_line(f"{type(error).__name__}: {error}")
     return row
 
@@ -72,17 +66,17 @@ def progress(package: str = "exercises") -> list[Row]:
 def table(rows: list[Row]) -> str:
     headers = ("lesson", "check", "exercise", "status")
     widths = [max(len(h), *(len(getattr(r, h)) for r in rows)) for h in headers]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)),
-             "  ".join("-" * w for w in widths)]
+    out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)),
+        "  ".join("-" * w for w in widths)]
     for r in rows:
         cells = [r.lesson, r.check, r.exercise, r.status]
         line = "  ".join(c.ljust(w) for c, w in zip(cells, widths))
-        lines.append((line + "  " + r.reason) if r.reason else line.rstrip())
-    counts = {s: sum(r.status == s for r in rows) for s in ("PASS", "FAIL", "TODO")}
-    lines.append("")
-    lines.append(f"{counts['PASS']} of {len(rows)} exercises pass, {counts['FAIL']} fail, "
-                 f"{counts['TODO']} to do. A lesson's check cell shows the whole message.")
-    return "\n".join(lines)
+        out.append((line + "  " + r.reason) if r.reason else line.rstrip())
+    counts = {s: sum(r.status == s for r in rows) for s in (lines.PASS, lines.FAIL, lines.TODO)}
+    out.append("")
+    out.append(f"{counts['PASS']} of {len(rows)} exercises pass, {counts['FAIL']} fail, "
+               f"{counts['TODO']} to do. A lesson's check cell shows the whole message.")
+    return "\n".join(out)
 
 
 def main(argv=None) -> int:

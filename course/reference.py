@@ -11,15 +11,12 @@ import sys
 
 import torch
 
-from course import ROOT
-
-REFERENCE_DIR = ROOT / "course" / "reference_data"
+from course.checks import all_checks
+from course.checks.expected import REFERENCE_DIR, LiveReference, RecordedReference
+from course.checks.outputs import compare
 
 
 def record(check_ids=None) -> list[str]:
-    from course.checks import all_checks
-    from course.checks.core import LiveReference
-
     REFERENCE_DIR.mkdir(exist_ok=True)
     live = LiveReference()
     written = []
@@ -38,9 +35,6 @@ def record(check_ids=None) -> list[str]:
 
 def verify() -> list[str]:
     """Return a description of every case whose recorded result differs from the solutions."""
-    from course.checks import all_checks
-    from course.checks.core import LiveReference, RecordedReference, compare
-
     live, recorded = LiveReference(), RecordedReference()
     problems = []
     for check in all_checks().values():

@@ -41,7 +41,7 @@ def main(argv=None) -> int:
             for path in (ROOT / "solutions").glob("*.py"):
                 shutil.copy(path, folder / path.name)
         print(f"before: {uptime()}", flush=True)
-        command = [sys.executable, "-m", "course.grade", "--submissions", str(subs),
+        command = [sys.executable, "-m", "course.grading", "--submissions", str(subs),
                    "--out", str(base / "out"), "--jobs", str(args.jobs)]
         if args.lessons:
             command += ["--lessons", args.lessons]

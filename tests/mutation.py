@@ -11,6 +11,12 @@ from dataclasses import dataclass
 
 from course import ROOT
 
+# fragments of the hints the check engine picks by what differs (course/checks/core.py)
+SQUEEZED = "size-1 axes were dropped"
+IN_PLACE = "the caller's tensors must stay as they were"
+CUT = "no gradient reaches"
+WRONG_GRADIENT = "the output is right but the gradient"
+
 
 @dataclass(frozen=True)
 class Mutant:
@@ -39,3 +45,17 @@ def mutated_module(mutant: Mutant) -> types.ModuleType:
     code = compile(source.replace(mutant.find, mutant.replace), module.__file__, "exec")
     exec(code, module.__dict__)
     return module
+
+
+def all_mutants() -> list[Mutant]:
+    """Every mutant of the suite, from tests/mutants/lessonNN.py, in lesson order."""
+    import importlib
+    import pkgutil
+
+    import tests.mutants as package
+
+    found: list[Mutant] = []
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        if info.name.startswith("lesson"):
+            found += importlib.import_module(f"{package.__name__}.{info.name}").MUTANTS
+    return found

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import importlib
 import json
 import os
-import pkgutil
 import shutil
 import subprocess
 import sys
@@ -20,17 +18,16 @@ from pathlib import Path
 
 import pytest
 
-import tests
 from course import ROOT
 from course.checks import all_checks
-from course.grading import hidden
-from course.grading.harness import resolve, run_case
+from course.grading.hidden import confirm as hidden
+from course.confirm.harness import resolve, run_case
 from course.grading.submission import report_names
 from course.handout import build as build_handout
 from course.handout import problems as handout_problems
 from course.stubs import generate
 from tests.hostile.classroom import COLUMNS, EXPECTED, LESSONS, build_class
-from tests.mutation import mutated_module
+from tests.mutation import all_mutants, mutated_module
 
 CELL_TIMEOUT = 10     # seconds; the endless loop costs one of these
 MEMORY_MIB = 3000     # the huge allocation asks for 6 GiB
@@ -51,7 +48,7 @@ def tree_digest(folder: Path) -> dict[str, str]:
 
 
 def grade(subs: Path, out: Path, *extra: str, timeout: float = 1800) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "course.grade", "--submissions", str(subs),
+    return subprocess.run([sys.executable, "-m", "course.grading", "--submissions", str(subs),
                            "--out", str(out), *extra], cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
                           text=True, timeout=timeout)
@@ -158,14 +155,6 @@ def test_hostile_reports_say_why(hostile):
 
 # ---------------------------------------------------------------------- hidden confirmation
 
-def _all_mutants():
-    found = []
-    for info in pkgutil.iter_modules(tests.__path__):
-        if info.name.startswith("mutants_"):
-            found += importlib.import_module(f"tests.{info.name}").MUTANTS
-    return found
-
-
 # Mutants whose bug cannot change any output on hidden inputs, with the reason. (None today.)
 NOT_OUTPUT_CHANGING: dict[str, str] = {}
 SEEDS = (11, 12, 13)
@@ -173,7 +162,7 @@ SEEDS = (11, 12, 13)
 
 def test_every_check_has_hidden_specs():
     missing = sorted(set(all_checks()) - set(hidden.specs()))
-    assert not missing, f"checks without hidden cases (add them to course/grading/hidden_specs.py): {missing}"
+    assert not missing, f"checks without hidden cases (add them to course/grading/hidden/lessonNN.py): {missing}"
 
 
 def _confirm(check, impl, seed):
@@ -201,7 +190,7 @@ def test_hidden_cases_differ_between_seeds():
                    for a, b in zip(first, second))
 
 
-@pytest.mark.parametrize("mutant", _all_mutants(), ids=lambda m: m.id)
+@pytest.mark.parametrize("mutant", all_mutants(), ids=lambda m: m.id)
 def test_hidden_confirmation_catches_mutant(mutant):
     if mutant.id in NOT_OUTPUT_CHANGING:
         pytest.skip(NOT_OUTPUT_CHANGING[mutant.id])
@@ -245,7 +234,7 @@ def test_refuses_without_bubblewrap(tmp_path):
     (subs / "someone" / "exercises").mkdir(parents=True)
     (subs / "someone" / "exercises" / "warmup.py").write_text("x = 1\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PATH": str(Path(sys.executable).parent)}
-    done = subprocess.run([sys.executable, "-m", "course.grade", "--submissions", str(subs),
+    done = subprocess.run([sys.executable, "-m", "course.grading", "--submissions", str(subs),
                            "--out", str(tmp_path / "out")], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 2
@@ -268,7 +257,7 @@ def test_same_gradebook_whatever_jobs_and_relative_paths(tmp_path):
         (subs / "c_stub" / file).write_text(text)
     books = []
     for jobs in ("1", "3"):
-        done = subprocess.run([sys.executable, "-m", "course.grade", "--submissions", "subs",
+        done = subprocess.run([sys.executable, "-m", "course.grading", "--submissions", "subs",
                                "--out", f"out{jobs}", "--jobs", jobs, "--lessons", "00"],
                               cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
                               capture_output=True, text=True, timeout=600)

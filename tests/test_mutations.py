@@ -1,26 +1,15 @@
 """Every check fails, with its hint, on realistic bugs applied to the solutions."""
-import importlib
-import pkgutil
 from collections import Counter
 
 import pytest
 
-import tests
 from course.checks import CheckFailed, all_checks
-from tests.mutation import mutated_module
+from tests.mutation import all_mutants, mutated_module
 
 MIN_MUTANTS_PER_CHECK = 3
 
 
-def _all_mutants():
-    mutants = []
-    for info in pkgutil.iter_modules(tests.__path__):
-        if info.name.startswith("mutants_"):
-            mutants += importlib.import_module(f"tests.{info.name}").MUTANTS
-    return mutants
-
-
-MUTANTS = _all_mutants()
+MUTANTS = all_mutants()
 
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.id)
@@ -42,5 +31,4 @@ def test_every_check_has_enough_mutants():
 
 def test_solutions_pass_every_check():
     for check in all_checks().values():
-        solution = getattr(importlib.import_module(f"solutions.{check.module}"), check.attribute)
-        check(solution, quiet=True)
+        check(check.resolve("solutions"), quiet=True)

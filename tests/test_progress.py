@@ -26,7 +26,7 @@ def test_the_lesson_column_is_the_checks_lesson_not_its_id():
     rows = {r.check: r for r in progress("exercises")}
     for check in all_checks().values():
         assert rows[check.id].lesson == check.lesson
-    assert rows["07.gate_elementwise"].lesson == "08"
+    assert rows["08.gate_elementwise"].lesson == "08"
 
 
 def test_the_solutions_pass_every_check():

@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
 import torch
 
-Outputs = Mapping[str, torch.Tensor]
+from course.checks import lines
+from course.checks.expected import Reference, default_reference
+from course.checks.outputs import Outputs, as_outputs, difference, first_difference
+from course.checks.targets import resolve
 
 
 class CheckFailed(AssertionError):
@@ -84,7 +86,11 @@ class Check:
     def attribute(self) -> str:
         return self.target.split(":")[1]
 
-    def __call__(self, impl: Any, reference: "Reference | None" = None, quiet: bool = False) -> None:
+    def resolve(self, package: str = "exercises") -> Any:
+        """The function or class this check judges, from `package` (exercises or solutions)."""
+        return resolve(self.target, package)
+
+    def __call__(self, impl: Any, reference: Reference | None = None, quiet: bool = False) -> None:
         """Run every case against `impl`; print one PASS line or raise CheckFailed."""
         reference = reference or default_reference()
         for case in self.cases:
@@ -100,7 +106,7 @@ class Check:
                     hint = choose_hint(case, expected, got, key, problem)
                     raise CheckFailed(self._message(case, problem, hint))
         if not quiet:
-            print(f"PASS {self.id} ({len(self.cases)} cases)")
+            print(lines.pass_line(self.id, len(self.cases)))
 
     def _run_case(self, case: Case, impl: Any) -> dict[str, torch.Tensor]:
         guard = InputGuard()
@@ -109,7 +115,7 @@ class Check:
                 result = case.run(guard.wrap(impl))
         except NotImplementedError as err:
             raise NotImplementedYet(
-                f"NOT IMPLEMENTED YET: {self.id} calls `{self.attribute}` in "
+                f"{lines.not_implemented_prefix(self.id)}calls `{self.attribute}` in "
                 f"exercises/{self.module}.py, which still raises NotImplementedError "
                 f"({err}). Write that part, then rerun this cell."
             ) from None
@@ -131,9 +137,7 @@ class Check:
                 case, f"returned {type(result).__name__}, which is not a tensor ({err})")) from err
 
     def _message(self, case: Case, problem: str, hint: str | None = None) -> str:
-        return (
-            f"FAIL {self.id}, case '{case.name}':\n  {problem}\n  hint: {hint or case.hint}"
-        )
+        return f"{lines.fail_header(self.id, case.name)}\n  {problem}\n  hint: {hint or case.hint}"
 
 
 INPLACE_HINT = ("compute into a new tensor (`x = x - m`, `x.masked_fill(...)`), not in place "
@@ -157,7 +161,7 @@ def choose_hint(case: Case, expected: Outputs, got: Outputs, key: str | None,
         if hint:
             return hint
     if key is not None and key.startswith("grad ") and "output" in expected \
-            and _difference("output", expected["output"], got["output"], case.atol,
+            and difference("output", expected["output"], got["output"], case.atol,
                             case.rtol) is None:
         return _gradient_hint(case, expected, got)
     if key is not None and " shape: expected" in problem:
@@ -172,7 +176,7 @@ def _gradient_hint(case: Case, expected: Outputs, got: Outputs) -> str:
     """The output agrees but gradients differ: name the cut ones if any, else the wrong ones."""
     grads = [k for k in expected if k.startswith("grad ")]
     wrong = [k for k in grads
-             if _difference(k, expected[k], got[k], case.atol, case.rtol) is not None]
+             if difference(k, expected[k], got[k], case.atol, case.rtol) is not None]
     cut = [k for k in wrong
            if torch.isnan(got[k]).any() and not torch.isnan(expected[k]).any()]
     names = ", ".join(k.removeprefix("grad ") for k in (cut or wrong))
@@ -251,112 +255,3 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.dtype.is_floating_point or a.dtype.is_complex:
         return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
     return torch.equal(a, b)
-
-
-def as_outputs(result: Any) -> dict[str, torch.Tensor]:
-    """Normalise what a case returns to a dict of tensors."""
-    if isinstance(result, torch.Tensor):
-        return {"output": result.detach()}
-    if isinstance(result, Mapping):
-        return {str(k): _tensor(v) for k, v in result.items()}
-    if isinstance(result, (tuple, list)):
-        return {f"output[{i}]": _tensor(v) for i, v in enumerate(result)}
-    return {"output": _tensor(result)}
-
-
-def _tensor(value: Any) -> torch.Tensor:
-    if isinstance(value, torch.Tensor):
-        return value.detach()
-    return torch.as_tensor(value)
-
-
-def compare(expected: Outputs, got: Outputs, atol: float, rtol: float) -> str | None:
-    """Describe the first difference between two output dicts, or return None if they agree."""
-    return first_difference(expected, got, atol, rtol)[1]
-
-
-def first_difference(expected: Outputs, got: Outputs, atol: float,
-                     rtol: float) -> tuple[str | None, str | None]:
-    """(key, description) of the first difference between two output dicts; (None, None) if none."""
-    if set(expected) != set(got):
-        return None, f"outputs: expected {sorted(expected)}, got {sorted(got)}"
-    for key in expected:
-        problem = _difference(key, expected[key], got[key], atol, rtol)
-        if problem:
-            return key, problem
-    return None, None
-
-
-def _difference(key: str, want: torch.Tensor, have: torch.Tensor, atol: float,
-                rtol: float) -> str | None:
-    label = "output" if key == "output" else key
-    if tuple(want.shape) != tuple(have.shape):
-        return f"{label} shape: expected {tuple(want.shape)}, got {tuple(have.shape)}"
-    if not want.dtype.is_floating_point and want.dtype != have.dtype:
-        return f"{label} dtype: expected {want.dtype}, got {have.dtype}"
-    if want.dtype.is_floating_point or have.dtype.is_floating_point:
-        want64, have64 = want.double(), have.double()
-        nan_got = torch.isnan(have64) & ~torch.isnan(want64)
-        if nan_got.any():
-            return (f"{label} shape {tuple(have.shape)} as expected, but it holds "
-                    f"{int(nan_got.sum())} NaN where the reference has numbers")
-        same_nan = torch.isnan(want64) & torch.isnan(have64)
-        diff = (want64 - have64).abs().masked_fill(same_nan, 0.0)
-        diff = torch.where(torch.isinf(want64) & (want64 == have64), 0.0, diff)
-        limit = atol + rtol * want64.abs().nan_to_num(0.0)
-        if (diff > limit).any():
-            return (f"{label} shape {tuple(have.shape)} as expected; "
-                    f"max |expected - got| = {diff.max().item():.3g} "
-                    f"(tolerance {atol:g} + {rtol:g}*|expected|)")
-    elif not torch.equal(want, have):
-        return f"{label}: expected {want.tolist()}, got {have.tolist()}"
-    return None
-
-
-class Reference:
-    """Where expected outputs come from."""
-
-    def outputs(self, check: Check, case: Case) -> Outputs:  # pragma: no cover - interface
-        raise NotImplementedError
-
-
-class LiveReference(Reference):
-    """Run the case on the reference implementation in `solutions/`."""
-
-    def outputs(self, check: Check, case: Case) -> Outputs:
-        import importlib
-
-        module = importlib.import_module(f"solutions.{check.module}")
-        impl = getattr(module, check.attribute)
-        with torch.no_grad():
-            return as_outputs(case.run(impl))
-
-
-class RecordedReference(Reference):
-    """Expected outputs recorded from the solutions (`make reference`), one file per check."""
-
-    def __init__(self, folder=None):
-        from course.reference import REFERENCE_DIR
-
-        self.folder = folder or REFERENCE_DIR
-        self._cache: dict[str, dict] = {}
-
-    def outputs(self, check: Check, case: Case) -> Outputs:
-        if check.id not in self._cache:
-            path = self.folder / f"{check.id}.pt"
-            if not path.exists():
-                raise FileNotFoundError(
-                    f"no recorded reference for {check.id} at {path}; run `make reference`"
-                )
-            self._cache[check.id] = torch.load(path, weights_only=True)
-        recorded = self._cache[check.id]
-        if case.name not in recorded:
-            raise KeyError(f"{check.id}: case '{case.name}' not recorded; run `make reference`")
-        return recorded[case.name]
-
-
-def default_reference() -> Reference:
-    """Recorded results unless COURSE_REFERENCE=live asks for the solutions themselves."""
-    if os.environ.get("COURSE_REFERENCE", "recorded") == "live":
-        return LiveReference()
-    return RecordedReference()

@@ -130,14 +130,14 @@ def _cases(gate: str, width_text: str, seed: int) -> list[Case]:
 
 
 check_gate_elementwise = Check(
-    id="07.gate_elementwise",
+    id="08.gate_elementwise",
     target="gated_attention:GatedCausalSelfAttention",
     lesson="08",
     cases=_cases("elementwise", "n_heads * head_dim", seed=700),
 )
 
 check_gate_headwise = Check(
-    id="07.gate_headwise",
+    id="08.gate_headwise",
     target="gated_attention:GatedCausalSelfAttention",
     lesson="08",
     cases=_cases("headwise", "n_heads", seed=800),

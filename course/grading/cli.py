@@ -1,6 +1,6 @@
 """Grade a class: a folder of submissions in, a gradebook and one report per student out.
 
-    python -m course.grade --submissions SUBS --out OUT [--jobs 2] [--lessons 00-02] [--full]
+    python -m course.grading --submissions SUBS --out OUT [--jobs 2] [--lessons 00-02] [--full]
     make grade SUBMISSIONS=SUBS OUT=OUT [JOBS=2] [LESSONS=00-02] [FULL=1]
 
 Every subfolder of SUBS is one student (the folder name is the student's name in the gradebook):
@@ -17,7 +17,6 @@ import json
 import os
 import secrets
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -26,14 +25,12 @@ from dataclasses import asdict
 from pathlib import Path
 
 from course import ROOT
-from course.grading import hidden, submission
+from course.grading import submission
+from course.grading.hidden import confirm as hidden
 from course.grading.plan import POINTS_FILE, lesson_plan, load_points, parse_lessons, warn_unrun
 from course.grading.report import CheckResult, StudentResult, fmt, report_text, write_gradebook
 from course.grading.sandbox import bwrap_problem
 from course.grading.student import ClassContext, Settings, grade_student
-
-GRADER_FILES = ("course/grading", "course/grade.py", "course/grade_nbval.py",
-                "course/grade_sandbox.py", "course/grading_points.toml")
 
 
 class UsageError(SystemExit):
@@ -80,17 +77,11 @@ def prepare(root: Path, lessons: list[str] | None, points_file: Path | None, see
     from course.checks import all_checks
     from course.handout import build
 
-    pristine = build(root / "pristine")
-    for relative in GRADER_FILES:
-        target = pristine / relative
-        if target.is_dir():
-            shutil.rmtree(target)
-        elif target.exists():
-            target.unlink()
+    pristine = build(root / "pristine")  # the student release: no solutions/, no grader
     grader = root / "grader"
     grader.mkdir()
-    for name in ("grading/cells.py", "grade_nbval.py"):
-        shutil.copy(ROOT / "course" / name, grader / Path(name).name)
+    for name in ("cells.py", "nbval_plugin.py"):
+        shutil.copy(ROOT / "course" / "grading" / name, grader / name)
     plan = lesson_plan(pristine, lessons)
     columns = [c for lesson in plan for c in lesson.checks]
     if not columns:
@@ -105,7 +96,7 @@ def prepare(root: Path, lessons: list[str] | None, points_file: Path | None, see
         n_cases={c: len(checks[c].cases) for c in columns},
         targets={c: checks[c].target for c in columns})
     ctx.cases_file.parent.mkdir()
-    shutil.copy(ROOT / "course" / "grading" / "harness.py", ctx.cases_file.parent / "harness.py")
+    shutil.copy(ROOT / "course" / "confirm" / "harness.py", ctx.cases_file.parent / "harness.py")
     entries = []
     for index, check_id in enumerate(columns):
         cases = hidden.draw_cases(checks[check_id], seed)

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from course import ROOT
+from course.checks.registry import all_checks, by_function_name, canonical
 from course.grading.cells import setup_source
 
-POINTS_FILE = ROOT / "course" / "grading_points.toml"
+POINTS_FILE = ROOT / "course" / "grading" / "points.toml"
 CHECK_CALL = re.compile(r"\b(check_\w+)\s*\(")
 
 
@@ -33,24 +34,6 @@ class Lesson:
         return [c for cell in self.cells for c in cell.checks]
 
 
-def check_objects():
-    """Name `check_<x>` -> {lesson number: Check}, from course/checks/lesson*.py."""
-    import importlib
-    import pkgutil
-
-    import course.checks as package
-    from course.checks import Check
-
-    names: dict[str, dict[str, Check]] = {}
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        if info.name.startswith("lesson"):
-            module = importlib.import_module(f"course.checks.{info.name}")
-            for name, value in vars(module).items():
-                if isinstance(value, Check) and name.startswith("check_"):
-                    names.setdefault(name, {})[value.lesson] = value
-    return names
-
-
 def parse_lessons(values: list[str] | None) -> list[str] | None:
     """'00-02', '0,1', '3' -> ['00', '01', '02'] ...; None means every lesson."""
     if not values:
@@ -70,7 +53,7 @@ def lesson_plan(course_dir: Path, lessons: list[str] | None = None) -> list[Less
     """The notebooks to grade and the checks their check cells call, read from the notebooks."""
     import nbformat
 
-    named = check_objects()
+    named = by_function_name()
     notebooks = sorted((course_dir / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     present = {p.name[:2] for p in notebooks}
     if lessons is not None:
@@ -113,7 +96,7 @@ def load_points(check_ids: list[str], path: Path | None = None) -> dict[str, flo
     path = POINTS_FILE if path is None else Path(path)
     config = tomllib.loads(path.read_text()) if path.exists() else {}
     default = float(config.get("default", 1))
-    table = {str(k): float(v) for k, v in config.get("points", {}).items()}
+    table = {canonical(str(k)): float(v) for k, v in config.get("points", {}).items()}
     for check_id, value in table.items():
         if value < 0:
             raise SystemExit(f"{path}: negative points for {check_id}")
@@ -124,8 +107,6 @@ def load_points(check_ids: list[str], path: Path | None = None) -> dict[str, flo
 
 
 def warn_unrun(plan: list[Lesson]) -> None:
-    from course.checks import all_checks
-
     run = {c for lesson in plan for c in lesson.checks}
     numbers = {lesson.number for lesson in plan}
     for check in all_checks().values():

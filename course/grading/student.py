@@ -18,7 +18,8 @@ from pathlib import Path
 
 import torch
 
-from course.grading import hidden, submission
+from course.grading import submission
+from course.grading.hidden import confirm as hidden
 from course.grading.plan import Lesson
 from course.grading.report import STATUSES, UNCONFIRMED, CheckResult, StudentResult
 from course.grading.sandbox import Limits, Sandbox, interpreter
@@ -53,7 +54,7 @@ class Settings:
 class ClassContext:
     """What every student shares: built once per grading run, in the grader's process."""
     pristine: Path            # the handout, grader files removed
-    grader: Path              # cells.py, harness.py, grade_nbval.py (bound read-only)
+    grader: Path              # cells.py, nbval_plugin.py (bound read-only)
     plan: list[Lesson]
     points: dict[str, float]
     modules: list[str]        # the handout's exercise module names
@@ -148,7 +149,7 @@ def run_full_notebooks(ctx: ClassContext, settings: Settings, scratch: Path, raw
                   env={"PYTHONPATH": "/course:/grader",
                        "COURSE_GRADE_CELL_LOG": "/course/.grade-cells.jsonl"},
                   cwd="/course", unsafe=settings.unsafe)
-    argv = [interpreter(), "-m", "pytest", "-p", "nbval.plugin", "-p", "grade_nbval", "--nbval",
+    argv = [interpreter(), "-m", "pytest", "-p", "nbval.plugin", "-p", "nbval_plugin", "--nbval",
             *[f"notebooks/{lesson.notebook}" for lesson in ctx.plan],
             "--nbval-sanitize-with", "notebooks/nbval_sanitize.cfg",
             f"--nbval-cell-timeout={settings.cell_timeout:g}", "--nbval-kernel-startup-timeout=120",

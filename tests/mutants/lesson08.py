@@ -1,8 +1,7 @@
-"""Realistic bugs for the checks of lesson 08 (the G1 gate of the gated-attention paper)."""
+"""Realistic bugs for the checks of lesson 08 (the gated-attention paper)."""
 from tests.mutation import Mutant
 
 FILE = "gated_attention.py"
-
 _GATE_FROM_OUTPUT = ("y = y * self.gate_scores(x)", "y = y * self.gate_scores(y.flatten(-2))")
 _GATE_AFTER_W_O = (
     "            y = y * self.gate_scores(x)\n            # END SOLUTION\n",
@@ -26,7 +25,7 @@ _X_NORMALISED_IN_PLACE = ("logits = self.gate_proj(x)  #",
 _GATE_DETACHED = ("y = y * self.gate_scores(x)", "y = y * self.gate_scores(x).detach()")
 
 MUTANTS = []
-for _check in ("07.gate_elementwise", "07.gate_headwise"):
+for _check in ("08.gate_elementwise", "08.gate_headwise"):
     MUTANTS += [
         Mutant(_check, FILE, *_GATE_FROM_OUTPUT, "not from the attention output",
                "gate computed from the attention output instead of x"),

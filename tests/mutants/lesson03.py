@@ -1,6 +1,5 @@
-"""Realistic bugs for the checks of lessons 03 (multi-head attention) and 04 (bias, broadcasting)."""
-from tests.mutation import Mutant
-from tests.mutants_l00_02 import CUT, IN_PLACE, SQUEEZED, WRONG_GRADIENT
+"""Realistic bugs for the checks of lesson 03 (multi-head)."""
+from tests.mutation import CUT, IN_PLACE, Mutant, SQUEEZED
 
 SPLIT = "return x.view(*batch, L, N_head, width // N_head).transpose(-3, -2)"
 MERGE = "return x.transpose(-3, -2).reshape(*batch, L, N_head * c)"
@@ -10,7 +9,6 @@ KEY_MASK = ("key_mask = None if attention_mask is None else attention_mask[..., 
 QKV = ("self.linear_q = nn.Linear(c_in, N_head * c, bias=use_bias_for_embeddings)\n"
        "        self.linear_k = nn.Linear(c_in, N_head * c, bias=use_bias_for_embeddings)\n"
        "        self.linear_v = nn.Linear(c_in, N_head * c, bias=use_bias_for_embeddings)")
-ALIGN = "return bias.view(*batch, *(1,) * n, *bias.shape[-3:])"
 MASK_DIM = "mask_dim = self.attn_dim if self.attn_dim >= 0 else self.attn_dim + 1"
 POSITIVE = "a positive attn_dim names the same axis"
 
@@ -90,38 +88,4 @@ MUTANTS = [
     Mutant("03.multi_head_attention", "mha.py", ATTEND,
            "o = scaled_dot_product_attention(q, k, v, mask=key_mask)", "pass `bias` on",
            "bias dropped"),
-    # 04.broadcastable_bias
-    Mutant("04.broadcastable_bias", "bias.py", ALIGN, "return bias.view(*(1,) * n, *bias.shape)",
-           "not (1, B, N_head, q, k)", "size-1 axes inserted at the front"),
-    Mutant("04.broadcastable_bias", "bias.py", ALIGN, "return bias.unsqueeze(-4)",
-           "n = 0", "always inserts exactly one axis (fine for row attention only)"),
-    Mutant("04.broadcastable_bias", "bias.py", "    n = scores_ndim - bias.ndim\n", "    n = scores_ndim - 3\n",
-           "n = 0", "forgets that the bias's batch axes are already there"),
-    Mutant("04.broadcastable_bias", "bias.py", ALIGN,
-           "return bias.view(*bias.shape[:-2], *(1,) * n, *bias.shape[-2:])",
-           "between the bias's batch axes", "size-1 axes inserted after the head axis"),
-    Mutant("04.broadcastable_bias", "bias.py", ALIGN,
-           "return bias.view(*batch[:1], *(1,) * n, *bias.shape[-3:])",
-           "insert the missing size-1 axes", "keeps only the first batch axis"),
-    Mutant("04.broadcastable_bias", "bias.py", ALIGN,
-           "for _ in range(n):\n        bias.unsqueeze_(-4)\n    return bias", IN_PLACE,
-           "unsqueeze_ adds the axes to the caller's bias in place"),
-    # 04.pair_bias
-    Mutant("04.pair_bias", "bias.py", "bias = self.linear_z(self.layer_norm_z(z))",
-           "bias = self.linear_z(self.layer_norm_z(z).detach())", CUT,
-           "LayerNorm output detached: z and the LayerNorm get no gradient"),
-    Mutant("04.pair_bias", "bias.py", "return bias.movedim(-1, -3)",
-           "return bias.movedim(-1, -3).squeeze()", SQUEEZED,
-           "squeeze() drops the head axis of one head (and size-1 batch axes)"),
-    Mutant("04.pair_bias", "bias.py", "self.linear_z = nn.Linear(c_z, N_head, bias=False)",
-           "self.linear_z = nn.Linear(c_z, N_head)", "bias=False", "projection with a bias"),
-    Mutant("04.pair_bias", "bias.py", "return bias.movedim(-1, -3)",
-           "return bias.transpose(-1, -3)", "keeping i before j",
-           "transpose swaps the heads with j, so each head gets its bias transposed"),
-    Mutant("04.pair_bias", "bias.py", "bias = self.linear_z(self.layer_norm_z(z))",
-           "bias = self.linear_z(z)", "LayerNorm(z)", "LayerNorm skipped"),
-    Mutant("04.pair_bias", "bias.py", "return bias.movedim(-1, -3)", "return bias.movedim(-1, 0)",
-           "keep the batch axes in front", "head axis moved to the very front"),
-    Mutant("04.pair_bias", "bias.py", "return bias.movedim(-1, -3)", "return bias",
-           "(*, N_head, R, R)", "head axis left last"),
 ]

@@ -1,4 +1,4 @@
-"""pytest plugin the grader loads next to nbval with FULL=1 (`-p grade_nbval`, from a read-only
+"""pytest plugin the grader loads next to nbval with FULL=1 (`-p nbval_plugin`, from a read-only
 copy bound into the sandbox).
 
 It appends one JSON line per notebook cell to the file named by the environment variable

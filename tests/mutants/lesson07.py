@@ -1,4 +1,4 @@
-"""Realistic bugs for the checks of lesson 07 (positions, RMSNorm, decoder block, cross-attention)."""
+"""Realistic bugs for the checks of lesson 07 (the Transformer around attention)."""
 from tests.mutation import Mutant
 
 F = "transformer.py"

@@ -1,77 +1,7 @@
-"""Realistic bugs for the checks of lessons 00-02."""
-from tests.mutation import Mutant
-
-# fragments of the hints the engine picks by what differs (course/checks/core.py)
-SQUEEZED = "size-1 axes were dropped"
-IN_PLACE = "the caller's tensors must stay as they were"
-CUT = "no gradient reaches"
-WRONG_GRADIENT = "the output is right but the gradient"
+"""Realistic bugs for the checks of lesson 02 (single head)."""
+from tests.mutation import CUT, IN_PLACE, Mutant, SQUEEZED
 
 MUTANTS = [
-    # 00.batched_dot
-    Mutant("00.batched_dot", "warmup.py", "(a * b).sum(dim=-1)", "(a * b).sum()",
-           "sum over the last axis only", "sums over every axis"),
-    Mutant("00.batched_dot", "warmup.py", "(a * b).sum(dim=-1)", "(a * b).sum(dim=0)",
-           "sum over the last axis only", "sums over the first axis"),
-    Mutant("00.batched_dot", "warmup.py", "(a * b).sum(dim=-1)", "a @ b.T",
-           "last axis only", "uses a matrix product"),
-    Mutant("00.batched_dot", "warmup.py", "(a * b).sum(dim=-1)", "(a + b).sum(dim=-1)",
-           "multiply the vectors elementwise", "adds instead of multiplying"),
-    Mutant("00.batched_dot", "warmup.py", "(a * b).sum(dim=-1)", "(a * b).sum(dim=-1).squeeze()",
-           SQUEEZED, "squeeze() drops the batch axis of a batch of one pair"),
-    Mutant("00.batched_dot", "warmup.py", "(a * b).sum(dim=-1)", "a.mul_(b).sum(dim=-1)",
-           IN_PLACE, "multiplies in place (a *= b), overwriting the caller's a"),
-    # 01.stable_softmax
-    Mutant("01.stable_softmax", "softmax.py", "shifted = x - x.amax(dim=dim, keepdim=True)",
-           "x -= x.amax(dim=dim, keepdim=True)\n    shifted = x", IN_PLACE,
-           "subtracts the max in place (x -= ...), rewriting the caller's tensor"),
-    Mutant("01.stable_softmax", "softmax.py", "shifted = x - x.amax(dim=dim, keepdim=True)",
-           "shifted = x - x.amin(dim=dim, keepdim=True)", "MAX (amax)",
-           "shifts by the row min: exp overflows on a wide row"),
-    Mutant("01.stable_softmax", "softmax.py", "shifted = x - x.amax(dim=dim, keepdim=True)",
-           "shifted = x - x.mean(dim=dim, keepdim=True)", "MAX (amax)",
-           "shifts by the row mean: exp overflows on a wide row"),
-    Mutant("01.stable_softmax", "softmax.py",
-           "return exponentials / exponentials.sum(dim=dim, keepdim=True)",
-           "return (exponentials / exponentials.sum(dim=dim, keepdim=True)).squeeze()", SQUEEZED,
-           "squeeze() on the result drops a size-1 row axis"),
-    Mutant("01.stable_softmax", "softmax.py", "shifted = x - x.amax(dim=dim, keepdim=True)",
-           "shifted = x", "subtract the max before exp", "no max subtraction"),
-    Mutant("01.stable_softmax", "softmax.py", "shifted = x - x.amax(dim=dim, keepdim=True)",
-           "shifted = x - x.max()", "each row's own max", "one global max"),
-    Mutant("01.stable_softmax", "softmax.py",
-           "exponentials / exponentials.sum(dim=dim, keepdim=True)",
-           "exponentials / exponentials.sum(dim=-1, keepdim=True)",
-           "use the `dim` argument", "hard-coded -1 in the sum"),
-    Mutant("01.stable_softmax", "softmax.py", "shifted = x - x.amax(dim=dim, keepdim=True)",
-           "shifted = x - x.amax(dim=-1, keepdim=True)",
-           "use the `dim` argument", "hard-coded -1 in the max"),
-    Mutant("01.stable_softmax", "softmax.py",
-           "exponentials / exponentials.sum(dim=dim, keepdim=True)",
-           "exponentials / exponentials.sum()", "sum(dim=dim, keepdim=True)",
-           "normalises by the total of all entries"),
-    # 01.scaled_scores
-    Mutant("01.scaled_scores", "softmax.py", "q @ k.transpose(-2, -1) / math.sqrt(c)",
-           "q @ k.transpose(-2, -1)", "divide by sqrt(c)", "no scaling"),
-    Mutant("01.scaled_scores", "softmax.py", "q @ k.transpose(-2, -1) / math.sqrt(c)",
-           "q @ k.transpose(-2, -1) / c", "divide by sqrt(c)", "divides by c"),
-    Mutant("01.scaled_scores", "softmax.py", "c = q.shape[-1]", "c = q.shape[-2]",
-           "divide by sqrt(c)", "takes c from the sequence axis"),
-    Mutant("01.scaled_scores", "softmax.py", "q @ k.transpose(-2, -1) / math.sqrt(c)",
-           "k @ q.transpose(-2, -1) / math.sqrt(c)", "(queries, keys)", "keys x queries"),
-    Mutant("01.scaled_scores", "softmax.py", "q @ k.transpose(-2, -1) / math.sqrt(c)",
-           "q @ k.T / math.sqrt(c)", "transpose only the last two axes",
-           ".T reverses every axis"),
-    Mutant("01.scaled_scores", "softmax.py", "c = q.shape[-1]", "c = k.shape[-2]",
-           "sqrt(number of keys)", "divides by sqrt(number of keys), not sqrt(c)"),
-    Mutant("01.scaled_scores", "softmax.py", "c = q.shape[-1]", "c = q.shape[-1] ** 2",
-           "a division by c = ", "divides by c (sqrt of c squared)"),
-    Mutant("01.scaled_scores", "softmax.py", "return q @ k.transpose(-2, -1) / math.sqrt(c)",
-           "q /= math.sqrt(c)\n    return q @ k.transpose(-2, -1)", IN_PLACE,
-           "scales the queries in place (q /= sqrt(c)), rewriting the caller's q"),
-    Mutant("01.scaled_scores", "softmax.py", "return q @ k.transpose(-2, -1) / math.sqrt(c)",
-           "return (q @ k.transpose(-2, -1)).squeeze() / math.sqrt(c)", SQUEEZED,
-           "squeeze() drops the axis of a single query"),
     # 02.causal_mask
     Mutant("02.causal_mask", "attention.py", "torch.ones(n, n, dtype=torch.bool).tril()",
            "torch.ones(n, n, dtype=torch.bool).triu()", "lower triangle", "sees the future"),
