@@ -5,6 +5,7 @@ import torch
 
 from course.checks.core import Case, Check
 from course.checks.inputs import fill_parameters, parameter_shapes, randn, with_gradients
+from course.checks.lesson01 import check_scaled_scores, check_stable_softmax
 
 
 def _qk(batch: tuple[int, ...], n_q: int, n_k: int, c: int, seed: int):
@@ -73,6 +74,7 @@ check_attention_weights = Check(
     id="02.attention_weights",
     target="attention:attention_weights",
     lesson="02",
+    uses=(check_scaled_scores, check_stable_softmax),
     cases=[
         Case("each query's weights sum to 1 over the keys",
              lambda f: f(*_qk((2,), 4, 4, 8, seed=33)),
@@ -127,6 +129,7 @@ check_attention_forward = Check(
     id="02.attention_forward",
     target="attention:scaled_dot_product_attention",
     lesson="02",
+    uses=(check_attention_weights,),
     cases=[
         Case("3 queries, 5 keys, c=4, values of width 6",
              lambda f: f(*_qk((), 3, 5, 4, seed=51), randn(5, 6, seed=53)),
@@ -170,6 +173,7 @@ check_single_head = Check(
     id="02.single_head",
     target="attention:SingleHeadAttention",
     lesson="02",
+    uses=(check_attention_forward,),
     cases=[
         Case("parameters of SingleHeadAttention(6, 4)",
              lambda cls: parameter_shapes(cls(6, 4)),

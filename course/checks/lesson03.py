@@ -5,6 +5,7 @@ import torch
 
 from course.checks.core import Case, Check
 from course.checks.inputs import fill_parameters, parameter_shapes, randn, with_gradients
+from course.checks.lesson02 import check_attention_forward
 
 SPLIT_HINT = ("view the last axis as (N_head, c), so head h gets the channel block "
               "h*c .. (h+1)*c - 1, then transpose the head axis in front of L")
@@ -102,6 +103,8 @@ check_multi_head_attention = Check(
     id="03.multi_head_attention",
     target="mha:MultiHeadAttention",
     lesson="03",
+    uses=(check_split_heads, check_merge_heads, check_attention_forward),
+    provides=("mha:MultiHeadAttention._attention",),
     cases=[
         Case("parameters of MultiHeadAttention(6, 4, 3)",
              lambda cls: parameter_shapes(cls(6, 4, 3)), hint=PARAMETER_HINT),

@@ -9,6 +9,8 @@ import torch
 
 from course.checks.core import Case, Check
 from course.checks.inputs import fill_parameters, parameter_shapes, randn, with_gradients
+from course.checks.lesson02 import check_attention_forward
+from course.checks.lesson03 import check_multi_head_attention
 
 
 def _padded(shape, padded):
@@ -152,6 +154,8 @@ check_global_attention = Check(
     id="05.global_attention",
     target="mha:MultiHeadAttention",
     lesson="05",
+    uses=(check_masked_mean, check_attention_forward, check_multi_head_attention),
+    provides=("mha:MultiHeadAttention._global_attention",),
     cases=[
         Case("parameters of MultiHeadAttention(6, 4, 3, is_global=True)",
              lambda cls: parameter_shapes(cls(6, 4, 3, is_global=True)), hint=SHARED_HINT),

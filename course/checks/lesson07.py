@@ -14,6 +14,8 @@ import torch
 
 from course.checks.core import Case, Check
 from course.checks.inputs import fill_parameters, parameter_shapes, randn, with_gradients
+from course.checks.lesson02 import check_attention_forward, check_causal_mask
+from course.checks.lesson03 import check_merge_heads, check_multi_head_attention, check_split_heads
 
 # --- 07.sinusoidal_encoding -----------------------------------------------------------------
 
@@ -295,6 +297,8 @@ check_decoder_block = Check(
     id="07.decoder_block",
     target="transformer:DecoderBlock",
     lesson="07",
+    uses=(check_rms_norm, check_rope, check_split_heads, check_merge_heads, check_causal_mask,
+          check_attention_forward, check_multi_head_attention),
     cases=[
         Case("parameters of DecoderBlock(8, 2, 16)",
              lambda cls: parameter_shapes(cls(8, 2, 16)), hint=BLOCK_PARAMETERS),
@@ -392,6 +396,7 @@ check_cross_attention = Check(
     id="07.cross_attention",
     target="transformer:CrossAttention",
     lesson="07",
+    uses=(check_split_heads, check_merge_heads, check_attention_forward),
     cases=[
         Case("parameters of CrossAttention(8, 2)", lambda cls: parameter_shapes(cls(8, 2)),
              hint="linear_q, linear_k, linear_v: nn.Linear(d_model, d_model, bias=False); "

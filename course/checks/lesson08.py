@@ -8,6 +8,7 @@ import torch
 from course.checks.core import Case, Check
 from course.checks.inputs import (fill_parameters, inputs_unchanged, no_input_modified,
                                   parameter_shapes, randn, with_gradients)
+from course.checks.lesson02 import check_attention_weights, check_causal_mask
 
 D_MODEL, N_HEADS = 8, 2
 
@@ -133,6 +134,8 @@ check_gate_elementwise = Check(
     id="08.gate_elementwise",
     target="gated_attention:GatedCausalSelfAttention",
     lesson="08",
+    uses=(check_attention_weights, check_causal_mask),
+    provides=(),  # the two gates share one class and one forward
     cases=_cases("elementwise", "n_heads * head_dim", seed=700),
 )
 
@@ -140,5 +143,7 @@ check_gate_headwise = Check(
     id="08.gate_headwise",
     target="gated_attention:GatedCausalSelfAttention",
     lesson="08",
+    uses=(check_attention_weights, check_causal_mask),
+    provides=(),
     cases=_cases("headwise", "n_heads", seed=800),
 )
