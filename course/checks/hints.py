@@ -2,14 +2,16 @@
 
 In this order, the first that applies:
 1. a crash: a hint about that exception (the check's own `error_hints`, then the general ones);
+   a module's parameter names or shapes: the case's own hint;
 2. precision: every difference is at float32's rounding level (or the result is float32);
-3. the check's own diagnosis over all outcomes (`Check.diagnose`: which wrong scale, which wrong
+3. a cut or wrong gradient while the output agrees;
+4. the cases that fail are exactly those with one feature (`Case.tags`, `Check.tag_hints`);
+5. the check's own diagnosis over all outcomes (`Check.diagnose`: which wrong scale, which wrong
    RMSNorm formula, ...), then the shown case's `diagnose(expected, got)`;
-4. a cut or wrong gradient while the output agrees; squeezed size-1 axes; the case's shape hint;
-5. the right numbers in the wrong places (a transposed or permuted layout);
-6. the first call to another exercise whose arguments leave the reference's;
-7. the cases that fail are exactly those with one feature (`Case.tags`, `Check.tag_hints`);
-8. the shown case's own hint.
+6. squeezed size-1 axes; the case's shape hint; a transposition the check explains;
+7. the shown case's own hint.
+Notes under the hint add what is observed without naming a cause: the right numbers in the wrong
+places, and the first call to another exercise whose arguments leave the reference's ("where:").
 """
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import re
 
 import torch
 
+from course.checks import evidence
 from course.checks.outputs import difference, largest_gap
 from course.confirm.standins import name_of, same
 from course.i18n import N_, _
@@ -132,16 +135,35 @@ def choose(check, outcomes: list) -> tuple[object, str, list[str]]:
 
 def _specific(check, outcomes, shown):
     """Every hint that names a cause, in the order of preference (lazily)."""
+    if _structural(shown):
+        return  # parameter names or shapes: the case's own hint says which
     yield _precision(outcomes)
-    if check.diagnose is not None:
-        yield check.diagnose(outcomes)
-    if shown.case.diagnose is not None and shown.status == "differs":
-        yield shown.case.diagnose(shown.expected, shown.got)
     if shown.status == "differs":
         yield _gradient(shown)
+    yield _tagged(check, outcomes)
+    if check.diagnose is not None:
+        yield _safely(check.diagnose, outcomes)
+    if shown.case.diagnose is not None and shown.status == "differs":
+        yield _safely(shown.case.diagnose, shown.expected, shown.got)
+    if shown.status == "differs":
         yield _shape(check, shown)
         yield _layout(check, shown, specific=True)
-    yield _tagged(check, outcomes)
+
+
+def _safely(diagnosis, *args) -> str | None:
+    """A diagnosis that cannot read this evidence (odd shapes, dtypes) has nothing to say: it
+    must never turn a failed check into a crashed one."""
+    try:
+        return diagnosis(*args)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _structural(outcome) -> bool:
+    """A difference in which outputs exist or in a module's parameter names and shapes."""
+    return outcome.status == "differs" and (
+        outcome.problem.startswith("outputs: expected") or
+        (outcome.key or "").startswith("param "))
 
 
 # ------------------------------------------------------------------------------------ crashes
@@ -246,44 +268,33 @@ def _layout(check, outcome, specific: bool) -> str | None:
 
 def _first_divergence(check, outcome) -> str | None:
     """The first call to another exercise whose arguments differ from the reference's call."""
-    own = set(check.own_targets())
-    root = check.target if not check.is_class else None
-
-    def direct(call):
-        return (call["parent"] is None or call["parent"] in own) and call["target"] != root \
-            and call["target"] not in own
-
-    reference = [c for c in outcome.calls if direct(c)]
-    mine = [c for c in outcome.seen if direct(c)]
-    counts: dict[str, int] = {}
     agreed = []
-    for call in reference:
-        index = counts.get(call["target"], 0)
-        counts[call["target"]] = index + 1
-        theirs = [c for c in mine if c["target"] == call["target"]]
-        if index >= len(theirs):
+    for reference, mine in evidence.pairs(check, outcome):
+        if mine is None:
             continue
-        differing = _differing(call, theirs[index])
+        differing = _differing(reference, mine)
         if not differing:
-            agreed.append(name_of(call["target"]))
+            agreed.append(name_of(reference["target"]))
             continue
         agree = _("; its calls before that ({names}) agree with the reference's, so the bug lies "
                   "between them").format(names=", ".join(dict.fromkeys(agreed))) if agreed else ""
-        return _(DIVERGES).format(exercise=check.attribute, callee=name_of(call["target"]),
+        return _(DIVERGES).format(exercise=check.attribute, callee=name_of(reference["target"]),
                                   arguments=differing, agree=agree)
     return None
 
 
 def _differing(reference: dict, mine: dict) -> str:
     """Which arguments of one call differ, with by how much ('' when they agree)."""
-    if reference["args"].keys() != mine["args"].keys():
+    names = evidence.differing(reference, mine)
+    if names == ["*"]:
         return _("other arguments ({names})").format(names=", ".join(mine["args"]))
     parts = []
-    for name, want in reference["args"].items():
-        have = mine["args"][name]
-        if same(want, have):
-            continue
-        parts.append(_describe(name, want, have))
+    for name in names:
+        want, have = reference["args"][name], mine["args"][name]
+        twin = [other for other, value in reference["args"].items()
+                if other != name and isinstance(value, torch.Tensor) and same(value, have)]
+        parts.append(_("`{name}` is the reference's `{other}`").format(name=name, other=twin[0])
+                     if twin else _describe(name, want, have))
     if not parts and not same(reference.get("state"), mine.get("state")):
         parts.append(_("the module's parameters"))
     return "; ".join(parts)

@@ -72,8 +72,8 @@ check_gate = Check(
     uses=(check_multi_head_attention,),
     provides=(),  # the gate sits in forward, which every MultiHeadAttention check runs
     cases=[
-        Case("parameters of MultiHeadAttention(8, 4, 2, gated=True)",
-             lambda cls: parameter_shapes(cls(8, 4, 2, gated=True)),
+        Case("parameters of MultiHeadAttention(6, 4, 2, gated=True): c_in != N_head*c",
+             lambda cls: parameter_shapes(cls(6, 4, 2, gated=True)),
              hint="gated=True adds linear_g = nn.Linear(c_in, N_head*c) WITH a bias: one gate "
                   "per channel of o"),
         Case("linear_g at initialisation: weight 0, bias 1", _gate_at_initialisation,

@@ -74,7 +74,8 @@ def run_all(check, impl: Any, reference, replace=()) -> list[Outcome]:
     outcomes = []
     for case in check.cases:
         calls = reference.calls(check, case) if targets else []
-        with Patch(package, targets, Replay(calls, replace), namespaces) as patch:
+        classes = [impl] if isinstance(impl, type) else []
+        with Patch(package, targets, Replay(calls, replace), namespaces, classes) as patch:
             outcome = run_case(check, case, impl, reference)
         outcome.calls, outcome.seen = calls, patch.seen
         outcome.misses, outcome.replaced = patch.misses, patch.replaced

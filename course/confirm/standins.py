@@ -291,11 +291,13 @@ class Replay:
 
 class Patch:
     """Put a wrapper around each target of `package` (its modules' names and its classes'
-    methods, plus any extra namespaces) while the `with` block runs; undo it afterwards."""
+    methods, plus any extra namespaces, and the methods of extra classes of the same name) while
+    the `with` block runs; undo it afterwards."""
 
-    def __init__(self, package: str, targets: Iterable[str], action, namespaces: Iterable[dict] = ()):
+    def __init__(self, package: str, targets: Iterable[str], action, namespaces: Iterable[dict] = (),
+                 classes: Iterable[type] = ()):
         self.package, self.targets, self.action = package, sorted(set(targets)), action
-        self.namespaces = list(namespaces)
+        self.namespaces, self.classes = list(namespaces), list(classes)
         self.stack: list[str] = []
         self.seen: list[dict] = []
         self.misses: list[dict] = []
@@ -342,12 +344,13 @@ class Patch:
                         namespace[key] = wrapper
                         self._undo.append(lambda ns=namespace, k=key, v=value: ns.__setitem__(k, v))
             return
-        cls = getattr(module, owner)
-        original = cls.__dict__.get(method)
-        if original is None or not callable(original):
-            return
-        setattr(cls, method, self._method_wrapper(target, original))
-        self._undo.append(lambda: setattr(cls, method, original))
+        found = [getattr(module, owner)] + [c for c in self.classes if c.__name__ == owner]
+        for cls in dict.fromkeys(found):
+            original = cls.__dict__.get(method)
+            if original is None or not callable(original):
+                continue
+            setattr(cls, method, self._method_wrapper(target, original))
+            self._undo.append(lambda cls=cls, original=original: setattr(cls, method, original))
 
     def _namespaces(self) -> list[dict]:
         found = [vars(m) for name, m in list(sys.modules.items())

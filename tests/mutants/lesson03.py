@@ -72,7 +72,7 @@ MUTANTS = [
            "dim=-1) @ v",
            "/ sqrt(c)", "scaled by the full width N_head*c instead of the head width c"),
     Mutant("03.multi_head_attention", "mha.py", "k = split_heads(self.linear_k(x), self.N_head)",
-           "k = split_heads(self.linear_q(x), self.N_head)", "q_h k_h^T",
+           "k = split_heads(self.linear_q(x), self.N_head)", "k = split_heads(linear_k(x), N_head)",
            "keys from the query projection"),
     Mutant("03.multi_head_attention", "mha.py", "x = x.movedim(self.attn_dim, -2)",
            "x = x.movedim(-2, -2)", "x.movedim(attn_dim, -2)", "attn_dim ignored on the way in"),

@@ -33,7 +33,7 @@ MUTANTS = [
            "return bias.transpose(-1, -3)", "keeping i before j",
            "transpose swaps the heads with j, so each head gets its bias transposed"),
     Mutant("04.pair_bias", "bias.py", "bias = self.linear_z(self.layer_norm_z(z))",
-           "bias = self.linear_z(z)", "LayerNorm(z)", "LayerNorm skipped"),
+           "bias = self.linear_z(z)", "without the LayerNorm", "LayerNorm skipped"),
     Mutant("04.pair_bias", "bias.py", "return bias.movedim(-1, -3)", "return bias.movedim(-1, 0)",
            "keep the batch axes in front", "head axis moved to the very front"),
     Mutant("04.pair_bias", "bias.py", "return bias.movedim(-1, -3)", "return bias",

@@ -16,7 +16,7 @@ MUTANTS = [
     Mutant("05.masked_mean", "mha.py", MEAN_NONE, "    return x.mean(dim=dim)\n",
            "not a plain mean", "plain mean: padding rows counted"),
     Mutant("05.masked_mean", "mha.py", "return total / count", "return total / x.shape[dim]",
-           "divided by the number of True positions", "masked sum divided by the full length"),
+           "number of True positions in that slice", "masked sum divided by the full length"),
     Mutant("05.masked_mean", "mha.py", "total = (x * weights).sum(dim=dim)",
            "total = x.sum(dim=dim)", "count only positions where the mask is True",
            "sums the padding too, divides by the real count"),
