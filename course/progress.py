@@ -107,8 +107,8 @@ def table(rows: list[Row], full: bool = False) -> str:
             out += ["", wrap(_("hidden {id}: {why}").format(id=r.check, why=r.hidden))]
     counts = {s: sum(r.status == s for r in rows)
               for s in (lines.PASS, lines.FAIL, lines.BLOCKED, lines.TODO)}
-    out += ["", _("The whole message of one check: make check ONLY=<check>. Your code on the kinds "
-                  "of hidden cases the grader uses: make check HIDDEN=1."),
+    out += ["", wrap(_("The whole message of one check: make check ONLY=<check>. Your code on "
+                       "the kinds of hidden cases the grader uses: make check HIDDEN=1.")),
             _("{passed} of {total} exercises pass, {failed} fail, {blocked} blocked, {todo} to "
               "do.").format(passed=counts[lines.PASS], total=len(rows), failed=counts[lines.FAIL],
                             blocked=counts[lines.BLOCKED], todo=counts[lines.TODO])]

@@ -182,7 +182,7 @@ BUGS = [
     Bug("07.rms_norm", "transformer.py", "return x / rms * self.weight", "return x / rms",
         r"weight", "weight never used"),
     Bug("07.decoder_block", "transformer.py", "nn.GELU(), nn.Linear(d_ff, d_model)",
-        "nn.GELU(approximate='tanh'), nn.Linear(d_ff, d_model)", r"GELU|approximate",
+        "nn.GELU(approximate='tanh'), nn.Linear(d_ff, d_model)", r"approximate='tanh'|approximation",
         "the tanh approximation of GELU"),
     Bug("07.decoder_block", "transformer.py", "h = h + self.attn.linear_o(merge_heads(o))",
         "h = h + self.attn.linear_o(o)", r"merge_heads", "merge_heads forgotten"),

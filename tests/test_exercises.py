@@ -110,7 +110,7 @@ class _Live:
     def outputs(self, check, case):
         import torch
 
-        from course.checks.core import as_outputs
+        from course.checks.outputs import as_outputs
         with torch.no_grad():
             return as_outputs(case.run(self.impl))
 

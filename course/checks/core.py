@@ -111,7 +111,7 @@ class Check:
     @property
     def is_class(self) -> bool:
         """The exercise is a class (by the course's naming: classes are CamelCase)."""
-        return self.attribute[:1].isupper()
+        return self.attribute.lstrip("_")[:1].isupper()
 
     def own_targets(self) -> tuple[str, ...]:
         """The exercise itself as calls can be watched: its function, or its class's forward
@@ -120,8 +120,11 @@ class Check:
         return tuple(dict.fromkeys(own + self.provides))
 
     def stand_in_targets(self) -> tuple[str, ...]:
-        """What judging this exercise on its own replaces: what every check it uses provides."""
-        return tuple(dict.fromkeys(t for used in depends.closure(self) for t in used.provides))
+        """What judging this exercise on its own replaces: what every check it uses provides
+        (never its own parts, where two checks share a class)."""
+        own = set(self.own_targets())
+        return tuple(dict.fromkeys(t for used in depends.closure(self) for t in used.provides
+                                   if t not in own))
 
     def observed_targets(self) -> tuple[str, ...]:
         """Every call recorded for this check's cases (and watched in the student's code): what

@@ -204,7 +204,8 @@ def _replaced(blockers, session) -> list:
 
 def _alone(check, impl, replaced, session) -> tuple[str, CheckFailed | None, str]:
     """("pass" | "fail" | "untried", the failure on its own, the line that says so)."""
-    targets = [t for used in replaced for t in used.provides]
+    own = set(check.own_targets())
+    targets = [t for used in replaced for t in used.provides if t not in own]
     if not targets:
         return "untried", None, _untried_shared(check, replaced)
     outcomes = run_all(check, impl, session.reference, replace=targets)

@@ -175,7 +175,8 @@ check_gate_headwise = Check(
     id="08.gate_headwise",
     target="gated_attention:GatedCausalSelfAttention",
     lesson="08",
-    uses=(check_attention_weights, check_causal_mask),
+    # the two gates share gate_scores and forward: a bug there fails the elementwise check first
+    uses=(check_attention_weights, check_causal_mask, check_gate_elementwise),
     provides=(GATE_SCORES,),
     diagnose=_gate_evidence,
     cases=_cases("headwise", "n_heads", seed=800),

@@ -28,13 +28,14 @@ def fail(check, outcomes: list) -> CheckFailed:
 
 
 def where_lines(outcome) -> list[str]:
-    """Where the student's code raised: file, line, function, and the line itself."""
-    where = outcome.where
-    if where is None:
-        return []
-    return [_("  at {file}, line {line}, in {function}:").format(
-                file=where.file, line=where.line, function=where.function),
-            f"      {where.source}"]
+    """Where the student's code raised: file, line, function and the line itself, for each of
+    the student's frames (the last one raised)."""
+    found = []
+    for where in outcome.where:
+        found += [_("  at {file}, line {line}, in {function}:").format(
+                      file=where.file, line=where.line, function=where.function),
+                  f"      {where.source}"]
+    return found
 
 
 def tally(outcomes: list) -> list[str]:

@@ -47,13 +47,15 @@ def _shown(filename: str) -> str:
         return path.name
 
 
-def student_frame(error: BaseException) -> Where | None:
-    """The innermost frame of `error`'s traceback in the student's code, or None."""
-    for frame in reversed(traceback.extract_tb(error.__traceback__)):
-        if not _ours(frame.filename):
-            return Where(_shown(frame.filename), frame.lineno or 0, frame.name,
-                         (frame.line or "").strip())
-    return None
+SHOWN_FRAMES = 4
+
+
+def student_frames(error: BaseException) -> list[Where]:
+    """The innermost SHOWN_FRAMES frames of `error`'s traceback in the student's code, outermost
+    first, as Python prints them (the last one raised)."""
+    frames = [Where(_shown(f.filename), f.lineno or 0, f.name, (f.line or "").strip())
+              for f in traceback.extract_tb(error.__traceback__) if not _ours(f.filename)]
+    return frames[-SHOWN_FRAMES:]
 
 
 def full_traceback(error: BaseException) -> str:
