@@ -98,7 +98,9 @@ def main(argv=None) -> int:
         for check_id in record(args.only):
             print(f"recorded {check_id}")
         return 0
-    problems = verify()
+    from course.confirm.public import verify as verify_public
+
+    problems = verify() + verify_public()
     print("\n".join(problems) or "recorded references match the solutions")
     return 1 if problems else 0
 

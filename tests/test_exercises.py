@@ -32,6 +32,12 @@ def test_recorded_reference_matches_solutions():
     assert verify() == [], "run `make reference`"
 
 
+def test_recorded_public_hidden_cases_match_solutions():
+    from course.confirm.public import verify as verify_public
+
+    assert verify_public() == [], "run `make reference`"
+
+
 def test_check_reports_a_missing_return():
     import pytest
 

@@ -51,6 +51,32 @@ def record(path: Path = PUBLIC_FILE) -> Path:
     return path
 
 
+def verify(path: Path = PUBLIC_FILE) -> list[str]:
+    """What differs between the recorded public cases and a fresh draw (developers only)."""
+    from course.checks import all_checks
+    from course.checks.outputs import compare
+    from course.grading.hidden import confirm as hidden
+
+    if not Path(path).exists():
+        return [f"{path.name} is missing: run `make reference`"]
+    recorded = {e["id"]: e for e in load(path)}
+    problems = []
+    for check in all_checks().values():
+        entry = recorded.get(check.id)
+        cases = hidden.draw_cases(check, PUBLIC_SEED)
+        if entry is None or [c["name"] for c in entry["cases"]] != [c["name"] for c in cases]:
+            problems.append(f"{check.id}: the public hidden cases changed; run `make reference`")
+            continue
+        for case, want in zip(cases, hidden.expected_outputs(check, cases)):
+            if case["kind"] == "init":
+                continue
+            stored = entry["expected"][cases.index(case)]
+            if compare(stored, want, 1e-12, 1e-10):
+                problems.append(f"{check.id} / hidden '{case['name']}': the recorded outputs "
+                                "differ; run `make reference`")
+    return problems
+
+
 def load(path: Path = PUBLIC_FILE) -> list[dict]:
     return load_file(path)
 
