@@ -130,7 +130,8 @@ def _as_written(check, impl, outcomes, session, explain) -> CheckFailed | None:
 
 def _blocked(check, impl, outcomes, blockers, session, explain) -> Blocked:
     roots = list(dict.fromkeys(root for b in blockers for root in b.roots))
-    text = [lines.blocked_header(check.id, roots)] + [f"  {line}" for line in _leads(check, blockers, session)]
+    text = [lines.blocked_header(check.id, roots)]
+    text += [f"  {line}" for line in _leads(check, blockers, session)]
     errors = messages.errors(outcomes)
     if not explain:
         failure = Blocked("\n".join(text), roots, "untried", errors=errors)
@@ -146,19 +147,15 @@ def _blocked(check, impl, outcomes, blockers, session, explain) -> Blocked:
 def _leads(check, blockers: list[Status], session) -> list[str]:
     """What to say first: which exercise this one uses fails (or is blocked), what to fix first;
     further exercises blocked by the same root causes in one more line."""
-    said: dict[tuple, list[str]] = {}
-    for blocker in blockers:
-        said.setdefault(blocker.roots, []).append(blocker.check.attribute)
     out, done = [], set()
     for blocker in blockers:
         if blocker.roots in done:
             continue
         done.add(blocker.roots)
         out.append(_lead(check, blocker, session))
-        others = [n for n in dict.fromkeys(said[blocker.roots]) if n != blocker.check.attribute]
+        others = [b.check.id for b in blockers if b.roots == blocker.roots and b is not blocker]
         if others:
-            out.append(_("(it also uses your {names}, blocked by the same)").format(
-                names=", ".join(others)))
+            out.append(_("(also blocked by the same: {ids})").format(ids=", ".join(others)))
     return out
 
 
@@ -284,7 +281,8 @@ def _isolated(check, impl, session) -> CheckFailed | None:
         {t for u in replaced for t in u.provides}
     if blockers and (uncovered or missed or stub):
         roots = list(dict.fromkeys(root for b in blockers for root in b.roots))
-        text = [lines.blocked_header(check.id, roots)] + [f"  {_lead(check, b)}" for b in blockers]
+        text = [lines.blocked_header(check.id, roots)]
+        text += [f"  {line}" for line in _leads(check, blockers, session)]
         text.append("  " + (_untried_shared(check, uncovered) if uncovered else _(
             "It could not be tried on its own: the stand-ins found no recorded call to answer.")))
         return Blocked("\n".join(text), roots, "untried", errors=messages.errors(outcomes))

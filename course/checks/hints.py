@@ -100,10 +100,10 @@ ERROR_HINTS = [
         "batch axes do not matter")),
     ("IndexError", r"too many indices for tensor of dimension (\d+)",
      N_("indexing with more axes than the tensor has ({0}): check its shape at that line")),
-    ("RuntimeError", r"(expected scalar type \w+ but found \w+|Float did not match Double|Double "
-                     r"did not match Float|dtypes? match|expected .*dtype)",
-     N_("float32 meets float64 ({0}): a tensor made without dtype= (torch.zeros/ones/empty/"
-        "tensor/arange) is float32; create it with dtype=x.dtype (or zeros_like, new_zeros)")),
+    ("RuntimeError", r"(?:expected scalar type \w+ but found \w+|Float did not match Double|"
+                     r"Double did not match Float|dtypes? match|expected .*dtype)",
+     N_("float32 meets float64: a tensor made without dtype= (torch.zeros/ones/empty/tensor/"
+        "arange) is float32; create it with dtype=x.dtype (or zeros_like, new_zeros)")),
     ("RuntimeError", r"shape '\[([-\d, ]*)\]' is invalid for input of size (\d+)",
      N_("reshape or view to [{0}], which does not hold {1} elements: build the new shape from "
         "the input's own shape (x.shape[:-1], ...), so that batch axes of any size fit")),
