@@ -69,8 +69,9 @@ NO_AFFINE = N_("your bias equals a LayerNorm without its learned weight and bias
                "module's layer_norm_z = nn.LayerNorm(c_z) (elementwise_affine on, as by default)")
 I_J = N_("i and j swapped: entry [..., h, i, j] must come from z[..., i, j, :], so move only the "
          "head axis, from last to in front of (i, j): movedim(-1, -3), keeping i before j")
-# AF2 and PyTorch use eps = 1e-5; 1e-6 (as in many LLM codebases) moves the bias by ~5e-6: fine
-PAIR_TOLERANCE = {"atol": 1e-5, "rtol": 1e-4}
+# AF2 and PyTorch use eps = 1e-5; 1e-6 (as in many LLM codebases) is as right, and moves the
+# bias by up to 7e-5 and its gradients by up to 3e-4 on these cases; a bug moves them by 0.1 or more
+PAIR_TOLERANCE = {"atol": 1e-3, "rtol": 1e-3}
 
 
 def _pair_evidence(outcomes) -> str | None:

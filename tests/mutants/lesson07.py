@@ -216,6 +216,11 @@ MUTANTS += [
                'scores = scores.masked_fill(~mask, float("-inf"))',
                'hint: two tensors do not line up (3 against 4 on one axis): a reduction without keepdim=True, a missing size-1 axis (x[..., None]), or axes in another order',
            )),
+]
+
+# float32 rounding inside a float64 exercise (1e-7 relative): the visible checks fail it with the
+# float32 hint; the hidden judge's tolerance (1e-6) lets it through, so it is no hidden mutant
+VISIBLE_ONLY = [
     Mutant('07.sinusoidal_encoding', 'transformer.py', 'two_i = torch.arange(0, d_model, 2, dtype=torch.float64)',
            'two_i = torch.arange(0, d_model, 2)', "", 'integer arange: the exponents in float32',
            exact=(
