@@ -76,7 +76,8 @@ def _verify_calls(check, live, recorded) -> list[str]:
     for case in check.cases:
         fresh, stored = live.calls(check, case), recorded.calls(check, case)
         if [c["target"] for c in fresh] != [c["target"] for c in stored]:
-            problems.append(f"{check.id} / {case.name}: the recorded calls differ; run `make reference`")
+            problems.append(f"{check.id} / {case.name}: the recorded calls differ; "
+                            "run `make reference`")
             continue
         for new, old in zip(fresh, stored):
             if isinstance(new.get("output"), torch.Tensor) and compare(

@@ -105,27 +105,49 @@ def status_of(check, package: str, session: Session) -> Status:
         return Status(check, lines.PASS)  # a loop of uses cannot block itself
     try:
         impl = check.resolve(package)
-    except Exception:  # noqa: BLE001 - a file that does not import fails its checks
-        session.statuses[check.id] = Status(check, lines.FAIL, (check.id,))
+    except Exception as error:  # noqa: BLE001 - a file that does not import fails its checks
+        unknown = not _is_package(package)  # code defined in a notebook: nothing to look up
+        session.statuses[check.id] = Status(check, lines.PASS if unknown else lines.FAIL,
+                                            () if unknown else (check.id,))
+        del error
         return session.statuses[check.id]
     judge(check, impl, session, explain=False, isolate=False)
     return session.statuses[check.id]
 
 
+def _is_package(name: str) -> bool:
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return False
+    return spec is not None and spec.submodule_search_locations is not None
+
+
 # ---------------------------------------------------------------------------- as written
 
 def _as_written(check, impl, outcomes, session, explain) -> CheckFailed | None:
+    found = _failing(check, impl, outcomes, session)
+    if found is None or isinstance(found, CheckFailed):
+        return found
+    stub, blockers = found
+    if not blockers:
+        return messages.not_implemented(check, stub[1]) if stub else messages.fail(check, outcomes)
+    return _blocked(check, impl, outcomes, blockers, session, explain)
+
+
+def _failing(check, impl, outcomes, session):
+    """None when every case passed; NOT IMPLEMENTED YET for the exercise's own stub; else (the
+    stub of an exercise it uses, or None; the statuses of the exercises it uses that fail)."""
     if not any(o.failed for o in outcomes):
         return None
     stub = _stub(check, impl, outcomes)
     if stub is not None and stub[0] is None:
         return messages.not_implemented(check, stub[1])
     package = namespaces_of(impl)[0]
-    blockers = [s for s in (status_of(used, package, session) for used in check.uses)
-                if s.status != lines.PASS]
-    if not blockers:
-        return messages.not_implemented(check, stub[1]) if stub else messages.fail(check, outcomes)
-    return _blocked(check, impl, outcomes, blockers, session, explain)
+    return stub, [s for s in (status_of(used, package, session) for used in check.uses)
+                  if s.status != lines.PASS]
 
 
 def _blocked(check, impl, outcomes, blockers, session, explain) -> Blocked:
@@ -265,16 +287,12 @@ def _indent(text: str) -> str:
 
 def _isolated(check, impl, session) -> CheckFailed | None:
     """COURSE_ISOLATE=1: every exercise this one uses answered by stand-ins from the start."""
-    targets = check.stand_in_targets()
-    outcomes = run_all(check, impl, session.reference, replace=targets)
-    if not any(o.failed for o in outcomes):
-        return None
-    stub = _stub(check, impl, outcomes)
-    if stub is not None and stub[0] is None:
-        return messages.not_implemented(check, stub[1])
+    outcomes = run_all(check, impl, session.reference, replace=check.stand_in_targets())
+    found = _failing(check, impl, outcomes, session)
+    if found is None or isinstance(found, CheckFailed):
+        return found
+    stub, blockers = found
     package = namespaces_of(impl)[0]
-    blockers = [s for s in (status_of(used, package, session) for used in check.uses)
-                if s.status != lines.PASS]
     replaced = _replaced(blockers, session)
     uncovered = [u for u in replaced if not covered(u, package, session)]
     missed = {m["target"] for o in outcomes for m in o.misses} & \

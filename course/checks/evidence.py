@@ -41,7 +41,8 @@ def differing(reference: dict, mine: dict) -> list[str]:
     """The names of the arguments of one call that differ ("*" when the names themselves do)."""
     if reference["args"].keys() != mine["args"].keys():
         return ["*"]
-    return [name for name, value in reference["args"].items() if not same(value, mine["args"][name])]
+    return [name for name, value in reference["args"].items()
+            if not same(value, mine["args"][name])]
 
 
 def argument(outcome, target: str, name: str, source: str = "calls"):

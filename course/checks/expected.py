@@ -3,8 +3,8 @@ live solutions.
 
 Recorded results (`course/reference_data/<check id>.pt`, written by `make reference`) let checks
 run where `solutions/` is absent: the student release and the grader's sandbox. Beside each,
-`<check id>.calls.pt.gz` holds the calls the reference made to other exercises while it ran each case
-(the stand-ins' tables, course/confirm/standins.py). The live solutions (COURSE_REFERENCE=live)
+`<check id>.calls.pt.gz` holds the calls the reference made to other exercises while it ran each
+case (the stand-ins' tables, course/confirm/standins.py). The live solutions (COURSE_REFERENCE=live)
 serve the course's own developers.
 """
 from __future__ import annotations

@@ -90,7 +90,8 @@ ERROR_HINTS = [
      N_("two tensors do not line up ({0} against {1} on one axis): a reduction without "
         "keepdim=True, a missing size-1 axis (x[..., None]), or axes in another order")),
     ("RuntimeError", r"view size is not compatible with input tensor's size and stride",
-     N_("view() after a transpose or permute cannot work: use reshape() (or .contiguous().view())")),
+     N_("view() after a transpose or permute cannot work: use reshape() (or "
+        ".contiguous().view())")),
     ("RuntimeError", r"number of dimensions in the tensor input does not match the length of "
                      r"the desired ordering",
      N_("permute names every axis, so it fits one number of axes only: movedim or transpose "
@@ -339,7 +340,8 @@ def _describe(name: str, want, have) -> str:
         ratio = _ratio(want, have)
         if ratio is not None:
             return _("`{name}` is {ratio} times the reference's").format(name=name, ratio=ratio)
-        return _("`{name}` differs by up to {gap:.3g}").format(name=name, gap=largest_gap(want, have))
+        return _("`{name}` differs by up to {gap:.3g}").format(name=name,
+                                                               gap=largest_gap(want, have))
     return _("`{name}` is {got}, the reference passes {want}").format(
         name=name, got=_value(have), want=_value(want))
 
@@ -384,7 +386,8 @@ def _tagged(check, outcomes) -> str | None:
     best = None
     for tag, hint in check.tag_hints.items():
         having = [o for o in compared if tag in o.case.tags]
-        if all(tag in o.case.tags for o in failing) and any(tag not in o.case.tags for o in passing):
+        if all(tag in o.case.tags for o in failing) and \
+                any(tag not in o.case.tags for o in passing):
             if best is None or len(having) < best[0]:
                 best = (len(having), hint)
     return _(best[1]) if best else None

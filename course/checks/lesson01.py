@@ -124,7 +124,7 @@ def _other_divisor(raw: torch.Tensor, have: torch.Tensor, c: int, q_shape) -> st
     n = round(1 / alpha ** 2)
     if n < 1 or abs(1 / alpha ** 2 - n) > 1e-6 * n or n == c:
         return None
-    axes = [f"q.shape[{i}]" for i, size in enumerate(q_shape) if size == n and i != len(q_shape) - 1]
+    axes = [f"q.shape[{i}]" for i, size in enumerate(q_shape[:-1]) if size == n]
     where = _(", the size of {axes}").format(axes=" and ".join(axes)) if axes else ""
     return _("these scores are q @ k^T divided by sqrt({n}){where}: divide by sqrt(c) = "
              "sqrt({c}), with c = q.shape[-1], the last axis (also when q has batch axes)").format(

@@ -139,7 +139,8 @@ check_attention_weights = Check(
              tags=("plain",), facts={"c": 8}),
         Case("with an additive bias (2, 3, 4) on batch (2,)",
              lambda f: f(*_qk((2,), 3, 4, 6, seed=37), bias=randn(2, 3, 4, seed=39, scale=2.0)),
-             hint="add the bias to the scaled scores, unscaled, before the softmax", tags=("bias",)),
+             hint="add the bias to the scaled scores, unscaled, before the softmax",
+             tags=("bias",)),
         Case("padding mask (2, 1, 5): padded keys get weight 0",
              lambda f: f(*_qk((2,), 5, 5, 4, seed=41), mask=_lengths_mask()),
              hint="masked scores must become -inf (or a huge negative) before the softmax; "

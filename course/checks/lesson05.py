@@ -69,8 +69,8 @@ def _count_evidence(outcomes) -> str | None:
         ratio = torch.where(want.abs() > 1e-9, have / want, torch.nan)
         spread = (ratio.nan_to_num(-1e300).amax(-1) - ratio.nan_to_num(1e300).amin(-1))
         known = ~torch.isnan(ratio).all(-1)
-        if known.any() and (spread[known].abs() < 1e-6).all() and \
-                ((ratio[known.unsqueeze(-1).expand_as(ratio)] - 1).abs().nan_to_num(0) > 1e-6).any():
+        off = (ratio[known.unsqueeze(-1).expand_as(ratio)] - 1).abs().nan_to_num(0) > 1e-6
+        if known.any() and (spread[known].abs() < 1e-6).all() and off.any():
             return _(WRONG_COUNT)
     return None
 

@@ -222,13 +222,16 @@ RMS_CANDIDATES = [  # (hint, the wrong formula as a function of x, weight, eps)
 ]
 
 
+RMS_FORWARD = "transformer:RMSNorm.forward"
+
+
 def _rms_evidence(outcomes) -> str | None:
     """The one wrong formula that gives the student's output in every case that differs."""
     found = []
     for outcome in outcomes:
         if outcome.status != "differs" or outcome.key != "output" or not outcome.case.facts:
             continue
-        call = next((c for c in outcome.calls if c["target"] == "transformer:RMSNorm.forward"), None)
+        call = next((c for c in outcome.calls if c["target"] == RMS_FORWARD), None)
         if call is None:
             continue
         found.append((call["args"]["x"], call["state"]["weight"], outcome.case.facts["eps"],

@@ -89,15 +89,15 @@ def _earlier_tokens_unchanged(outputs) -> str | None:
 GATE_SCORES = "gated_attention:GatedCausalSelfAttention.gate_scores"
 GATE_FROM_X = N_("G1: compute the gate from the layer's input x (the normalised hidden state), "
                  "not from the attention output: forward must call gate_scores(x) with its own x")
-GATE_APPLIED = N_("your gate_scores is right (its cases pass), so the bug is in how forward applies "
-                  "it: y = y * gate_scores(x), with y the SDPA output per head (*, L, n_heads, "
-                  "head_dim), before the output projection W_O (self.out(y.flatten(-2))); gating "
-                  "after W_O is position G5. The scores broadcast over each head's channels by "
-                  "themselves: repeating or reshaping them mixes up the heads")
+GATE_APPLIED = N_("your gate_scores is right (its cases pass), so the bug is in how forward "
+                  "applies it: y = y * gate_scores(x), with y the SDPA output per head (*, L, "
+                  "n_heads, head_dim), before the output projection W_O (self.out(y.flatten(-2)));"
+                  " gating after W_O is position G5. The scores broadcast over each head's "
+                  "channels by themselves: repeating or reshaping them mixes up the heads")
 
 
 def _gate_evidence(outcomes) -> str | None:
-    """gate_scores right but forward wrong: what forward passes to gate_scores, and how it uses it."""
+    """gate_scores right, forward wrong: what forward passes to gate_scores, how it uses it."""
     scores = [o for o in outcomes if "gate_scores" in o.case.tags]
     forward = [o for o in outcomes if "forward" in o.case.tags and o.failed]
     if not forward or not scores or any(o.failed for o in scores) or \
@@ -133,7 +133,8 @@ def _cases(gate: str, width_text: str, seed: int) -> list[Case]:
         Case("gate_scores(x) for x (2, 6, 8)", _gate_scores(gate, (2, 6, D_MODEL), seed + 20),
              hint="gate_scores(x) = sigmoid(gate_proj(x)) with the last axis split as "
                   "(n_heads, gate width): channel block h belongs to head h",
-             shape_hint=f"gate_scores returns (*, L, n_heads, {'head_dim' if gate == 'elementwise' else '1'})",
+             shape_hint="gate_scores returns (*, L, n_heads, "
+                        f"{'head_dim' if gate == 'elementwise' else '1'})",
              tags=("gate_scores",)),
         Case("x (5, 8): the gate is computed from x, and sits before W_O",
              _forward(gate, (5, D_MODEL), seed + 40),

@@ -272,7 +272,8 @@ class Replay:
 
     def call(self, patch, target, call: Call):
         args, state = call.record()
-        patch.seen.append({"target": target, "args": args, "state": state, "parent": patch.parent()})
+        patch.seen.append({"target": target, "args": args, "state": state,
+                           "parent": patch.parent()})
         if target in self.replace:
             found = find(self.table, target, args, state)
             if found is not None and isinstance(found.get("output"), torch.Tensor):
@@ -294,8 +295,8 @@ class Patch:
     methods, plus any extra namespaces, and the methods of extra classes of the same name) while
     the `with` block runs; undo it afterwards."""
 
-    def __init__(self, package: str, targets: Iterable[str], action, namespaces: Iterable[dict] = (),
-                 classes: Iterable[type] = ()):
+    def __init__(self, package: str, targets: Iterable[str], action,
+                 namespaces: Iterable[dict] = (), classes: Iterable[type] = ()):
         self.package, self.targets, self.action = package, sorted(set(targets)), action
         self.namespaces, self.classes = list(namespaces), list(classes)
         self.stack: list[str] = []
