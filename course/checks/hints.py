@@ -83,9 +83,9 @@ ERROR_HINTS = [
      N_("`if tensor:`, `not tensor`, `and` or `or` on a tensor: test an optional argument with "
         "`is None`, and combine tensors with &, |, ~ or torch.where")),
     ("RuntimeError", r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)",
-     N_("a Linear (or matmul) got a last axis of {1} channels where it takes {2}: the tensor "
-        "that reaches that line has the wrong width (a missing merge_heads or split_heads, or "
-        "a Linear built with other sizes)")),
+     N_("a matrix product (@, matmul or an nn.Linear) got a last axis of {1} where it takes "
+        "{2}: look at the shapes of the tensors that reach that line (for a @ b, a's last axis "
+        "meets b's second-to-last; an nn.Linear takes in_features channels)")),
     ("RuntimeError", r"The size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)",
      N_("two tensors do not line up ({0} against {1} on one axis): a reduction without "
         "keepdim=True, a missing size-1 axis (x[..., None]), or axes in another order")),

@@ -367,6 +367,10 @@ check_decoder_block = Check(
     target="transformer:DecoderBlock",
     lesson="07",
     diagnose=lambda outcomes: _block_evidence(outcomes),
+    error_hints=(("RuntimeError", r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and",
+                  N_("a Linear got a last axis of {1} channels where it takes d_model: after the "
+                     "attention, o is (*, n_heads, L, c); merge_heads(o) gives the (*, L, "
+                     "d_model) that attn.linear_o takes")),),
     uses=(check_rms_norm, check_rope, check_split_heads, check_merge_heads, check_causal_mask,
           check_attention_forward, check_multi_head_attention),
     cases=[

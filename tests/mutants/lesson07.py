@@ -196,7 +196,7 @@ MUTANTS += [
                'raised RuntimeError: mat1 and mat2 shapes cannot be multiplied (24x4 and 8x8)',
                'at solutions/transformer.mutant.py, line 130, in forward:',
                'h = h + self.attn.linear_o(o)  # (*, L, d_model)',
-               'hint: a Linear (or matmul) got a last axis of 4 channels where it takes 8: the tensor that reaches that line has the wrong width (a missing merge_heads or split_heads, or a Linear built with other sizes)',
+               'hint: a Linear got a last axis of 4 channels where it takes d_model: after the attention, o is (*, n_heads, L, c); merge_heads(o) gives the (*, L, d_model) that attn.linear_o takes',
            )),
     Mutant('07.cross_attention', 'transformer.py', 'o = scaled_dot_product_attention(q, k, v, mask=key_mask)  # (*, n_heads, L_q, c)',
            'weights = torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, dim=-1)\n        if key_mask is not None:\n            weights = weights * key_mask\n        o = weights @ v', "", 'memory mask applied after the softmax',
