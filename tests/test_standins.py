@@ -138,3 +138,24 @@ def test_make_check_hidden_rehearses_on_the_public_seed(tmp_path):
     write(exercises=stubs / "exercises", solutions=stubs / "solutions")
     verdicts = rehearse(["00.batched_dot", "07.decoder_block"], package_root=stubs)
     assert all("NotImplementedError" in why for why in verdicts.values()), verdicts
+
+
+def test_a_module_first_imported_under_a_patch_keeps_no_wrapper(tmp_path, monkeypatch):
+    """A Patch imports every target module before it wraps anything: a module imported while
+    wrappers are in place would bind them into its names and keep them after the Patch."""
+    package = tmp_path / "fresh_import"
+    shutil.copytree(ROOT / "solutions", package, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+    import sys
+
+    importlib.import_module("fresh_import.attention")  # mha.py not imported yet
+    targets = ["attention:scaled_dot_product_attention", "mha:split_heads"]
+    with standins.Patch("fresh_import", targets, standins.Recorder([])):
+        pass
+    mha = sys.modules["fresh_import.mha"]
+    assert mha.scaled_dot_product_attention is sys.modules[
+        "fresh_import.attention"].scaled_dot_product_attention
+    assert not hasattr(mha.scaled_dot_product_attention, "__wrapped__")
+    for name in [m for m in sys.modules if m.startswith("fresh_import")]:
+        del sys.modules[name]

@@ -43,14 +43,22 @@ class Outcome:
     key: str | None = None
     error: BaseException | None = None
     where: list[Where] = field(default_factory=list)  # the student's frames of a crash
-    calls: list = field(default_factory=list)     # the reference's recorded calls in this case
     seen: list = field(default_factory=list)      # the calls the student's code made
     misses: list = field(default_factory=list)    # stand-ins that found no recorded call
     replaced: list = field(default_factory=list)  # stand-ins that answered
 
+    recorded: Any = None  # the reference's recorded calls in this case, or what loads them
+
     @property
     def failed(self) -> bool:
         return self.status != "pass"
+
+    @property
+    def calls(self) -> list:
+        """The reference's recorded calls in this case (loaded when a diagnosis asks)."""
+        if callable(self.recorded):
+            self.recorded = self.recorded()
+        return self.recorded or []
 
 
 def namespaces_of(impl: Any) -> tuple[str, list[dict]]:
@@ -73,11 +81,15 @@ def run_all(check, impl: Any, reference, replace=()) -> list[Outcome]:
     targets = check.observed_targets()
     outcomes = []
     for case in check.cases:
-        calls = reference.calls(check, case) if targets and hasattr(reference, "calls") else []
+        def load(case=case):
+            return reference.calls(check, case) if targets and hasattr(reference, "calls") else []
+
+        calls = load() if replace else load  # a run as written needs them only to explain
         classes = [impl] if isinstance(impl, type) else []
-        with Patch(package, targets, Replay(calls, replace), namespaces, classes) as patch:
+        with Patch(package, targets, Replay(calls if replace else [], replace), namespaces,
+                   classes) as patch:
             outcome = run_case(check, case, impl, reference)
-        outcome.calls, outcome.seen = calls, patch.seen
+        outcome.recorded, outcome.seen = calls, patch.seen
         outcome.misses, outcome.replaced = patch.misses, patch.replaced
         outcomes.append(outcome)
     return outcomes

@@ -321,6 +321,12 @@ class Patch:
         return Inside()
 
     def __enter__(self) -> "Patch":
+        # every module first: one imported while wrappers are in place would keep them for good
+        for target in self.targets:
+            try:
+                importlib.import_module(f"{self.package}.{split(target)[0]}")
+            except ImportError:
+                continue
         for target in self.targets:
             try:
                 self._install(target)
