@@ -219,6 +219,65 @@ BUGS = [
 ]
 
 
+# Written after the new hints were done and never tuned against (the list above was used while
+# building them): the honest figure for bugs the checks have not seen.
+HELD_OUT = [
+    Bug("00.batched_dot", "warmup.py", "return (a * b).sum(dim=-1)",
+        "return (a * b).sum(dim=-1, keepdim=True)", r"keepdim|one number per pair",
+        "keepdim=True keeps a size-1 axis"),
+    Bug("01.stable_softmax", "softmax.py",
+        "return exponentials / exponentials.sum(dim=dim, keepdim=True)",
+        "return exponentials / exponentials.sum(dim=dim)", r"keepdim", "sum without keepdim"),
+    Bug("01.stable_softmax", "softmax.py", "shifted = x - x.amax(dim=dim, keepdim=True)",
+        "shifted = (x - x.amax(dim=dim, keepdim=True)).to(torch.float32)", FLOAT32,
+        "shifted scores in float32"),
+    Bug("01.scaled_scores", "softmax.py", SCORE,
+        "return torch.einsum('...qc,...kc->...qk', q, k) / c", r"sqrt\(c\) twice|by c |square root",
+        "einsum, divided by c"),
+    Bug("02.causal_mask", "attention.py", "return torch.ones(n, n, dtype=torch.bool).tril()",
+        "return torch.tril(torch.ones(n, n)).bool().T", r"j <= i|lower triangle|rows and columns",
+        "the transposed triangle"),
+    Bug("02.attention_forward", "attention.py",
+        "return attention_weights(q, k, bias=bias, mask=mask) @ v",
+        "return (attention_weights(q, k, bias=bias, mask=mask) @ v) / v.shape[-2]",
+        r"weights @ v|mix the values", "output divided by the number of keys"),
+    Bug("03.split_heads", "mha.py",
+        "return x.view(*batch, L, N_head, width // N_head).transpose(-3, -2)",
+        "return x.unflatten(-1, (width // N_head, N_head)).transpose(-3, -2)",
+        r"\(N_head, c\)|channel block|places", "last axis unflattened as (c, N_head)"),
+    Bug("04.pair_bias", "bias.py", "return bias.movedim(-1, -3)  # (*, N_head, R, R)",
+        "return bias.permute(*range(bias.ndim - 3), -1, -2, -3)  # (*, N_head, R, R)",
+        r"i and j|swapped", "a permute that reverses i and j too"),
+    Bug("05.masked_mean", "mha.py", "total = (x * weights).sum(dim=dim)",
+        "total = (x * weights).sum(dim=-2)", r"`dim`|over dim|dim=dim", "sum over a fixed axis"),
+    Bug("06.gate", "mha.py", "o = torch.sigmoid(self.linear_g(x)) * o",
+        "o = torch.tanh(self.linear_g(x)) * o", r"sigmoid", "tanh instead of the sigmoid"),
+    Bug("07.sinusoidal_encoding", "transformer.py", "pe[:, 1::2] = torch.cos(angle)",
+        "pe[:, 1::2] = torch.sin(angle)", r"cos", "sin on the odd channels too"),
+    Bug("07.rope", "transformer.py", "angle = torch.cat([angle, angle], dim=-1)",
+        "angle = torch.cat([angle, -angle], dim=-1)", r"same angle|both halves",
+        "the second half turned backwards"),
+    Bug("07.rms_norm", "transformer.py", RMS,
+        "rms = torch.sqrt(x.pow(2).mean(dim=-2, keepdim=True) + self.eps)  # (*, 1)",
+        r"last axis|dim=-1", "the mean over axis -2"),
+    Bug("07.decoder_block", "transformer.py", "return h + self.ffn(self.norm_ffn(h))",
+        "return self.norm_ffn(h + self.ffn(h))", r"pre-norm|inside each branch",
+        "post-norm feed-forward branch"),
+    Bug("07.cross_attention", "transformer.py",
+        "q = split_heads(self.linear_q(x), self.n_heads)  # (*, n_heads, L_q, c)",
+        "q = split_heads(self.linear_q(memory), self.n_heads)  # (*, n_heads, L_q, c)",
+        r"linear_q\(x\)|queries from x|decoder position", "queries from memory"),
+    Bug("08.gate_elementwise", "gated_attention.py", "logits = self.gate_proj(x)  #",
+        "logits = self.gate_proj(x.detach())  #", r"gradient", "x detached before the gate"),
+    Bug("02.causal_mask", "attention.py", "return torch.ones(n, n, dtype=torch.bool).tril()",
+        "return torch.ones(n, n, dtype=torch.bool).tril(-1)", r"may see itself|diagonal",
+        "diagonal excluded (cascade into the block and the gates)"),
+    Bug("03.merge_heads", "mha.py", "return x.transpose(-3, -2).reshape(*batch, L, N_head * c)",
+        "return x.reshape(*batch, L, N_head * c)", r"transpose back|places",
+        "no transpose back (cascade)"),
+]
+
+
 def scratch_package(root: Path, course: Path, bug: Bug, name: str) -> str:
     package = root / name
     shutil.copytree(course / "solutions", package, ignore=shutil.ignore_patterns("__pycache__"))
@@ -260,12 +319,14 @@ def main(argv=None) -> int:
     parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent)
     parser.add_argument("--only", default="", help="only bugs whose description contains this")
     parser.add_argument("--show", action="store_true", help="print every first message")
+    parser.add_argument("--held-out", action="store_true",
+                        help="the bugs written after the hints (never tuned against)")
     args = parser.parse_args(argv)
     course = args.root.resolve()
     sys.path.insert(0, str(course))
     importlib.invalidate_caches()
     start = time.perf_counter()
-    bugs = [b for b in BUGS if args.only in b.why]
+    bugs = [b for b in (HELD_OUT if args.held_out else BUGS) if args.only in b.why]
     tally = {"points": 0, "one_fail": 0, "crash": 0}
     with tempfile.TemporaryDirectory() as tmp:
         sys.path.insert(0, tmp)

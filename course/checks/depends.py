@@ -105,11 +105,10 @@ def status_of(check, package: str, session: Session) -> Status:
         return Status(check, lines.PASS)  # a loop of uses cannot block itself
     try:
         impl = check.resolve(package)
-    except Exception as error:  # noqa: BLE001 - a file that does not import fails its checks
+    except Exception:  # noqa: BLE001 - a file that does not import fails its checks
         unknown = not _is_package(package)  # code defined in a notebook: nothing to look up
         session.statuses[check.id] = Status(check, lines.PASS if unknown else lines.FAIL,
                                             () if unknown else (check.id,))
-        del error
         return session.statuses[check.id]
     judge(check, impl, session, explain=False, isolate=False)
     return session.statuses[check.id]

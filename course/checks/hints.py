@@ -49,6 +49,11 @@ NEAR = N_("your result is close to the reference (relative difference {gap:.1g})
            "its tolerance: the structure is right and some formula is a variant of the right one: "
            "an approximation (nn.GELU(approximate='tanh') where the exact nn.GELU() is meant), "
            "another eps, or a half-precision step")
+EXTRA_AXIS = N_("your shape {have} is the expected {want} with size-1 axes too many: a "
+                "keepdim=True, unsqueeze or [..., None] where the axis should go away")
+REORDERED = N_("your shape {have} holds the expected sizes {want} in another order: two axes "
+               "trade places (a view or unflatten in the other order, or a transpose of other "
+               "axes)")
 TRANSPOSED = N_("your {key} is the reference's with its last two axes swapped: {detail}")
 TRANSPOSED_DETAIL = N_("rows and columns trade places (a transpose too many, or one missing)")
 PERMUTED = N_("your {key} holds the right numbers in the wrong places: the order of axes or "
@@ -133,8 +138,8 @@ def choose(check, outcomes: list) -> tuple[object, str, list[str]]:
     if shown.status == "inplace":
         return shown, _(INPLACE_HINT), []
     hint = next((h for h in _specific(check, outcomes, shown) if h), None) or _(shown.case.hint)
-    notes = [n for n in (_layout(check, shown, specific=False), _first_divergence(check, shown))
-             if n and n != hint]
+    notes = [n for n in (_shape_note(shown), _layout(check, shown, specific=False),
+                         _first_divergence(check, shown)) if n and n != hint]
     return shown, hint, notes
 
 
@@ -264,6 +269,19 @@ def _shape(check, outcome) -> str | None:
     if have != want and have == tuple(d for d in want if d != 1) and check.squeeze_hint:
         return _(SQUEEZE_HINT)
     return _(outcome.case.shape_hint) if outcome.case.shape_hint else None
+
+
+def _shape_note(outcome) -> str | None:
+    """What a wrong shape is made of: a size-1 axis too many, or the right sizes in another order."""
+    key = outcome.key
+    if outcome.status != "differs" or key is None or " shape: expected" not in outcome.problem:
+        return None
+    want, have = tuple(outcome.expected[key].shape), tuple(outcome.got[key].shape)
+    if len(have) > len(want) and tuple(d for d in have if d != 1) == tuple(d for d in want if d != 1):
+        return _(EXTRA_AXIS).format(have=have, want=want)
+    if len(have) == len(want) and sorted(have) == sorted(want):
+        return _(REORDERED).format(have=have, want=want)
+    return None
 
 
 def _layout(check, outcome, specific: bool) -> str | None:

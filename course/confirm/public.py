@@ -102,6 +102,16 @@ def rehearse(only: list[str] | None = None, package_root: Path = ROOT, timeout: 
     return verdicts
 
 
+MEMORY_LIMIT = 4 * 2**30  # bytes of address space for the student's code, as the grader's default
+
+
+def _limit_memory() -> None:
+    """In the child, before it runs anything: an allocation past the limit fails there."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+
+
 def _run(cases_file: Path, folder: Path, count: int, package_root: Path,
          timeout: float) -> dict[int, str | None]:
     """Run the harness over every entry; index -> None (results written) or why not (a time
@@ -111,7 +121,8 @@ def _run(cases_file: Path, folder: Path, count: int, package_root: Path,
     while left:
         process = subprocess.Popen(
             [sys.executable, str(HARNESS), str(cases_file), str(folder), ",".join(map(str, left))],
-            cwd=package_root, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            cwd=package_root, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            preexec_fn=_limit_memory if os.name == "posix" else None)
         events: queue.Queue = queue.Queue()
         threading.Thread(target=lambda: [events.put(line) for line in process.stdout] + [
             events.put(None)], daemon=True).start()
