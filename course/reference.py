@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import torch
 
 from course.checks import all_checks
 from course.checks.expected import REFERENCE_DIR, LiveReference, RecordedReference, record_calls
 from course.checks.outputs import compare
+from course.confirm.public import PUBLIC_FILE, PUBLIC_SEED
+from course.confirm.public import load as load_public
 from course.confirm.standins import pack, save
 
 
@@ -44,8 +47,6 @@ def record(check_ids=None) -> list[str]:
         for path in REFERENCE_DIR.glob("*.pt*"):
             if path.name.split(".pt")[0].removesuffix(".calls") not in known | {"hidden_public"}:
                 path.unlink()
-        from course.confirm.public import record as record_public
-
         record_public()
         written.append("hidden_public")
     return written
@@ -88,6 +89,50 @@ def _verify_calls(check, live, recorded) -> list[str]:
     return problems
 
 
+# ----------------------------------------------- the hidden-input kinds of cases, public seed
+
+def record_public(path: Path = PUBLIC_FILE) -> Path:
+    """Draw every check's hidden cases from the public seed, with the solutions' outputs and the
+    stand-ins' tables (developers only: needs solutions/ and course/grading/)."""
+    from course.confirm.entries import hidden_entry, saveable
+    from course.grading.hidden import confirm as hidden
+
+    entries = []
+    for check in all_checks().values():
+        cases = hidden.draw_cases(check, PUBLIC_SEED)
+        spec = hidden.specs()[check.id]
+        entry = hidden_entry(check, cases)
+        entry.update(id=check.id, atol=spec.atol, rtol=spec.rtol,
+                     expected=saveable(hidden.expected_outputs(check, cases)))
+        entries.append(entry)
+    save(entries, path)
+    return path
+
+
+def verify_public(path: Path = PUBLIC_FILE) -> list[str]:
+    """What differs between the recorded public cases and a fresh draw (developers only)."""
+    from course.grading.hidden import confirm as hidden
+
+    if not Path(path).exists():
+        return [f"{path.name} is missing: run `make reference`"]
+    recorded = {e["id"]: e for e in load_public(path)}
+    problems = []
+    for check in all_checks().values():
+        entry = recorded.get(check.id)
+        cases = hidden.draw_cases(check, PUBLIC_SEED)
+        if entry is None or [c["name"] for c in entry["cases"]] != [c["name"] for c in cases]:
+            problems.append(f"{check.id}: the public hidden cases changed; run `make reference`")
+            continue
+        for case, want in zip(cases, hidden.expected_outputs(check, cases)):
+            if case["kind"] == "init":
+                continue
+            stored = entry["expected"][cases.index(case)]
+            if compare(stored, want, 1e-12, 1e-10):
+                problems.append(f"{check.id} / hidden '{case['name']}': the recorded outputs "
+                                "differ; run `make reference`")
+    return problems
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     group = parser.add_mutually_exclusive_group(required=True)
@@ -99,8 +144,6 @@ def main(argv=None) -> int:
         for check_id in record(args.only):
             print(f"recorded {check_id}")
         return 0
-    from course.confirm.public import verify as verify_public
-
     problems = verify() + verify_public()
     print("\n".join(problems) or "recorded references match the solutions")
     return 1 if problems else 0

@@ -6,8 +6,9 @@ The grader confirms every exercise on hidden cases drawn from a secret seed, in 
 that sees only the student's exercises/ and torch (course/confirm/harness.py). This rehearsal
 does the same on cases of the same kinds drawn from PUBLIC_SEED, which the grader refuses as its
 secret seed: the cases, their expected outputs and the stand-ins' call tables are recorded by
-`make reference` into course/reference_data/hidden_public.pt.gz, so the release needs neither
-solutions/ nor the grader. The student's code runs in a subprocess with a time limit.
+`make reference` (course/reference.py) into course/reference_data/hidden_public.pt.gz, so the
+release needs neither solutions/ nor the grader. The student's code runs in a subprocess with a
+time limit and a memory limit.
 """
 from __future__ import annotations
 
@@ -25,56 +26,10 @@ import torch
 from course import ROOT
 from course.confirm.judge import judge
 from course.confirm.standins import load as load_file
-from course.confirm.standins import save
 
 PUBLIC_SEED = 20  # issue 20; course/grading must refuse it as the secret seed of a grading run
 PUBLIC_FILE = ROOT / "course" / "reference_data" / "hidden_public.pt.gz"
 HARNESS = Path(__file__).with_name("harness.py")
-
-
-def record(path: Path = PUBLIC_FILE) -> Path:
-    """Draw every check's hidden cases from the public seed, with the solutions' outputs and the
-    stand-ins' tables (developers only: needs solutions/ and course/grading/)."""
-    from course.checks import all_checks
-    from course.confirm.entries import hidden_entry, saveable
-    from course.grading.hidden import confirm as hidden
-
-    entries = []
-    for check in all_checks().values():
-        cases = hidden.draw_cases(check, PUBLIC_SEED)
-        spec = hidden.specs()[check.id]
-        entry = hidden_entry(check, cases)
-        entry.update(id=check.id, atol=spec.atol, rtol=spec.rtol,
-                     expected=saveable(hidden.expected_outputs(check, cases)))
-        entries.append(entry)
-    save(entries, path)
-    return path
-
-
-def verify(path: Path = PUBLIC_FILE) -> list[str]:
-    """What differs between the recorded public cases and a fresh draw (developers only)."""
-    from course.checks import all_checks
-    from course.checks.outputs import compare
-    from course.grading.hidden import confirm as hidden
-
-    if not Path(path).exists():
-        return [f"{path.name} is missing: run `make reference`"]
-    recorded = {e["id"]: e for e in load(path)}
-    problems = []
-    for check in all_checks().values():
-        entry = recorded.get(check.id)
-        cases = hidden.draw_cases(check, PUBLIC_SEED)
-        if entry is None or [c["name"] for c in entry["cases"]] != [c["name"] for c in cases]:
-            problems.append(f"{check.id}: the public hidden cases changed; run `make reference`")
-            continue
-        for case, want in zip(cases, hidden.expected_outputs(check, cases)):
-            if case["kind"] == "init":
-                continue
-            stored = entry["expected"][cases.index(case)]
-            if compare(stored, want, 1e-12, 1e-10):
-                problems.append(f"{check.id} / hidden '{case['name']}': the recorded outputs "
-                                "differ; run `make reference`")
-    return problems
 
 
 def load(path: Path = PUBLIC_FILE) -> list[dict]:
