@@ -1,0 +1,338 @@
+"""An instructor's term around `make grade`: LMS files, feedback to hand back, shards merged.
+
+Fast tests build records by hand (records.py is the contract the grader writes); the slow one
+grades a small class on one machine and in three shards and checks that the merge is the same
+OUT, byte for byte apart from timings.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from course import ROOT
+from course.grading import records as rec
+from course.grading.feedback import feedback_text, write_feedback
+from course.grading.lms import (RosterError, canvas_csv, moodle_csv, read_roster, safe_cell,
+                                write_lms)
+from course.grading.merge import MergeError, merge
+from course.grading.records import CheckRecord, ClassInfo, StudentRecord
+from tests.lms_formats import read_canvas, read_moodle
+
+DATA = ROOT / "tests" / "data" / "lms"
+CHECKS = ["00.batched_dot", "01.stable_softmax", "01.scaled_scores"]
+POINTS = {"00.batched_dot": 1.0, "01.stable_softmax": 2.0, "01.scaled_scores": 1.5}
+SEED_DIGEST = "5f1d7e3a9c0b2e4d6f8a1c3e5b7d9f0a2c4e6b8d0f1a3c5e7b9d1f3a5c7e9b0d"
+HIDDEN_VALUES = "max |expected - got| = 0.734512 at [0, 2, 1]; expected tensor([0.1234567, -2.71828])"
+VISIBLE_FAIL = ("FAIL 00.batched_dot, case 'two vectors':\n  output shape () but expected (2,)\n"
+                "  hint: sum over the last axis only: `(a * b).sum(dim=-1)`")
+
+
+def info(**changes) -> ClassInfo:
+    base = dict(lessons=["00", "01"], checks=list(CHECKS), points=dict(POINTS),
+                settings={"cell_timeout": 60, "student_timeout": 600, "hidden_timeout": 60,
+                          "memory_mib": 4096, "fsize_mib": 256, "full": False, "unsafe": False,
+                          "keep": False},
+                sandbox="bubblewrap", seed_digest=SEED_DIGEST)
+    return ClassInfo(**{**base, **changes})
+
+
+def check(check_id: str, earned: float | None = None, **fields) -> CheckRecord:
+    points = POINTS[check_id]
+    passed = fields.pop("passed", True)
+    return CheckRecord(check_id, check_id[:2], points, points if passed else 0.0, passed,
+                       fields.pop("message", f"PASS {check_id} (5 cases)"), **fields)
+
+
+def student(name: str, *checks: CheckRecord, status: str = "ok", **fields) -> StudentRecord:
+    checks = list(checks) or [check(c, confirmed=True) for c in CHECKS]
+    return StudentRecord(name, fields.pop("report_name", name), status,
+                         sum(c.earned for c in checks), sum(POINTS.values()), checks, **fields)
+
+
+def the_class() -> list[StudentRecord]:
+    return [
+        student("ada"),
+        student("bob", check("00.batched_dot", passed=False, message=VISIBLE_FAIL),
+                check("01.stable_softmax", confirmed=True), check("01.scaled_scores", confirmed=True)),
+        student("cy", check("00.batched_dot", passed=False, confirmed=False,
+                            message=f"PASS in the notebook, not confirmed on hidden inputs: hidden "
+                                    f"case 'a batch of one, one query': {HIDDEN_VALUES}",
+                            hidden_failure="a batch of one, one query"),
+                check("01.stable_softmax", passed=False, message="FAIL 01.stable_softmax ..."),
+                check("01.scaled_scores", passed=False, blocked_by=["01.stable_softmax"],
+                      message="BLOCKED by 01.stable_softmax"),
+                flags=["unconfirmed", "mentions-solutions"], seconds=3.7,
+                problems=["grader error: FileNotFoundError('/home/instructor/grade-x/s0003')",
+                          "exercises/softmax.py: SyntaxError: invalid syntax (line 3)"]),
+        student("dee", *[check(c, passed=False, message="no submission") for c in CHECKS],
+                status="no-submission"),
+    ]
+
+
+# ------------------------------------------------------------------------------------ roster
+
+
+def test_roster_headers_are_matched_loosely_and_duplicates_refused(tmp_path):
+    roster = read_roster(DATA / "roster.csv")
+    assert [e.folder for e in roster] == ["ada", "bob", "cy", "eve"]
+    assert roster[0].lms_id == "4211" and roster[0].email == "ada@example.edu"
+    assert roster[0].name == "Lovelace, Ada" and roster[3].email == ""
+    semicolons = tmp_path / "excel.csv"  # Excel in many locales: a BOM and semicolons
+    semicolons.write_text("\ufeffFolder;LMS ID;Email;Name;Section\nada;4211;a@x;Ada;1\n",
+                          encoding="utf-8")
+    assert read_roster(semicolons)[0].lms_id == "4211"
+    twice = tmp_path / "twice.csv"
+    twice.write_text("folder,lms_id\nada,1\nbob,1\n")
+    with pytest.raises(RosterError, match="lines 2 and 3: the same lms_id"):
+        read_roster(twice)
+    no_folder = tmp_path / "nofolder.csv"
+    no_folder.write_text("student,lms_id\nada,1\n")
+    with pytest.raises(RosterError, match="needs a `folder` column"):
+        read_roster(no_folder)
+
+
+# ---------------------------------------------------------------------------- LMS formats
+
+
+def test_the_samples_from_the_docs_read_as_the_importers_read_them():
+    """The test's readers accept what Canvas and Moodle export (their import takes the same)."""
+    canvas = read_canvas((DATA / "canvas_export_sample.csv").read_text())
+    assert canvas["assignments"] == ["Homework 1 (1234)", "Quiz 1"]
+    assert canvas["points"] == {"Homework 1 (1234)": "10", "Quiz 1": "5"}
+    assert canvas["students"][1]["sis_login_id"] == "charles@example.edu"
+    moodle = read_moodle((DATA / "moodle_export_sample.csv").read_text(), "Email address",
+                         "useremail", ["Assignment: Homework 1 (Real)"])
+    assert moodle["grades"]["charles@example.edu"] == {"Assignment: Homework 1 (Real)": None}
+
+
+def test_canvas_file_has_the_export_columns_and_points_possible():
+    roster = read_roster(DATA / "roster.csv")
+    text = canvas_csv(info(), roster, {r.student: r for r in the_class()}, per_lesson=True)
+    sample = next(csv.reader(io.StringIO((DATA / "canvas_export_sample.csv").read_text())))
+    assert next(csv.reader(io.StringIO(text)))[:5] == sample[:5]  # Student .. Section, as exported
+    got = read_canvas(text)
+    assert got["assignments"] == ["Attention course", "Attention course: lesson 00",
+                                  "Attention course: lesson 01"]
+    assert got["points"] == {"Attention course": "4.5", "Attention course: lesson 00": "1",
+                             "Attention course: lesson 01": "3.5"}
+    rows = {s["id"]: s for s in got["students"]}
+    assert rows["4211"]["scores"] == {"Attention course": 4.5, "Attention course: lesson 00": 1.0,
+                                      "Attention course: lesson 01": 3.5}
+    assert rows["4212"]["scores"]["Attention course"] == 3.5
+    assert rows["4213"]["scores"]["Attention course"] == 0.0  # unconfirmed and blocked: 0
+    assert rows["4214"]["scores"]["Attention course"] == 0.0  # eve: in the roster, no submission
+    assert rows["4211"]["sis_login_id"] == "ada@example.edu" and rows["4211"]["section"] == "Section 1"
+    assert "dee" not in text  # graded but not in the roster: listed elsewhere, not imported
+    assert text.encode() == (DATA / "expected_canvas.csv").read_bytes()
+
+
+def test_moodle_file_maps_by_email_or_by_id_number():
+    roster = read_roster(DATA / "roster.csv")
+    text = moodle_csv(info(), roster, {r.student: r for r in the_class()})
+    by_email = read_moodle(text, "Email address", "useremail", ["Attention course"])
+    assert by_email["grades"] == {"ada@example.edu": {"Attention course": 4.5},
+                                  "bob@example.edu": {"Attention course": 3.5},
+                                  "cy@example.edu": {"Attention course": 0.0}}
+    assert [row[1] for row in by_email["skipped"]] == ["4214"]  # eve has no email: summary says so
+    by_number = read_moodle(text, "ID number", "useridnumber", ["Attention course"])
+    assert by_number["grades"]["4214"] == {"Attention course": 0.0}
+    assert text.splitlines()[0] == "Email address,ID number,Full name,Section,Attention course"
+    assert text.encode() == (DATA / "expected_moodle.csv").read_bytes()
+
+
+def test_no_cell_is_a_formula():
+    for value in ("=1+1", "+1", "-1", "@SUM(A1)", "\t=1", "\r=1", "\uff1d1"):
+        assert safe_cell(value).startswith("'"), value
+    assert safe_cell("Lovelace, Ada") == "Lovelace, Ada" and safe_cell(4.5) == "4.5"
+    roster = read_roster(DATA / "roster.csv")
+    for text in (canvas_csv(info(), roster, {}), moodle_csv(info(), roster, {})):
+        for row in csv.reader(io.StringIO(text)):
+            for cell in row:
+                assert not cell.startswith(("=", "+", "-", "@")), cell
+        assert "'=HYPERLINK(" in text and "'+Section 2" in text
+
+
+def test_write_lms_lists_the_unmatched_and_never_drops_them(tmp_path, capsys):
+    files = write_lms(tmp_path, info(), rec_dict(the_class()), DATA / "roster.csv")
+    assert files.missing == ["eve"] and files.unknown == ["dee"] and files.no_email == ["eve"]
+    assert files.not_ok == []  # dee is not ok, but not in the roster: listed as unknown
+    summary = files.summary.read_text()
+    assert "## In the roster without a submission (0 points in both files): 1" in summary
+    assert "- `eve`" in summary and "- `dee`" in summary
+    err = capsys.readouterr().err
+    assert "1 in the roster, no submission (0 points): eve" in err
+    assert "1 graded, not in the roster (left out of the LMS files): dee" in err
+    assert sorted(p.name for p in (tmp_path / "lms").iterdir()) == ["canvas.csv", "moodle.csv",
+                                                                   "summary.md"]
+    assert write_lms(tmp_path, info(), [], None) is None
+
+
+def test_a_misspelt_folder_is_named_with_the_roster_entry_it_resembles(tmp_path):
+    roster = tmp_path / "roster.csv"
+    roster.write_text("folder,lms_id,email\nalice_smith,1,a@x\n")
+    files = write_lms(tmp_path, info(), [student("alice_smyth")], roster)
+    assert files.unknown == ["alice_smyth (did you mean 'alice_smith' of the roster?)"]
+    assert files.missing == ["alice_smith"]
+
+
+def rec_dict(records: list[StudentRecord]) -> dict[str, StudentRecord]:
+    return {r.report_name: r for r in records}
+
+
+# -------------------------------------------------------------------------------- feedback
+
+
+def test_feedback_says_what_failed_without_hidden_values(tmp_path):
+    records = the_class()
+    written = write_feedback(tmp_path, info(), records)
+    assert [p.name for p in written] == ["ada.md", "bob.md", "cy.md", "dee.md"]
+    ada = (tmp_path / "feedback" / "ada.md").read_text()
+    assert ada.startswith("# ada: 4.5 / 4.5 points\n")
+    assert "- `00.batched_dot`: 1 / 1: PASS" in ada
+    bob = (tmp_path / "feedback" / "bob.md").read_text()
+    assert "- `00.batched_dot`: 0 / 1: FAIL" in bob
+    assert "  hint: sum over the last axis only: `(a * b).sum(dim=-1)`" in bob  # the visible message
+    cy = (tmp_path / "feedback" / "cy.md").read_text()
+    assert "failed on a hidden case of this kind: `a batch of one, one query`" in cy
+    assert "BLOCKED: it calls `01.stable_softmax`, which did not pass" in cy
+    assert "exercises/softmax.py: SyntaxError" in cy
+    for secret in (HIDDEN_VALUES, "0.734512", "0.1234567", SEED_DIGEST, SEED_DIGEST[:8],
+                   "not confirmed on hidden inputs", "/home/instructor", "grader error",
+                   "unconfirmed", "mentions-solutions", "3.7"):
+        assert secret not in cy, secret
+    assert "**no-submission**" in (tmp_path / "feedback" / "dee.md").read_text()
+    (tmp_path / "feedback" / "gone.md").write_text("a student no longer in the class")
+    write_feedback(tmp_path, info(), records)
+    assert not (tmp_path / "feedback" / "gone.md").exists()
+
+
+def test_feedback_text_cannot_be_broken_out_of():
+    """A message with backticks stays in its code block; a folder name is plain text."""
+    record = student("<img src=x>_*bold*", check("00.batched_dot", passed=False,
+                                                 message="```\n# not a heading\n````"),
+                     *[check(c, confirmed=True) for c in CHECKS[1:]])
+    text = feedback_text(info(), record)
+    assert text.startswith("# &lt;img src=x&gt;\\_\\*bold\\*: ")
+    assert "  `````\n  ```\n  # not a heading\n  ````\n  `````" in text
+
+
+# ----------------------------------------------------------------------------------- merge
+
+
+def write_part(out: Path, records: list[StudentRecord], class_info: ClassInfo | None = None,
+               seconds: float = 1.0) -> Path:
+    """An OUT as the grader writes it: class.json, students/*.json, reports/, results.json."""
+    rec.save_class(out, class_info or info())
+    for record in records:
+        rec.save_student(out, record)
+        (out / "reports").mkdir(exist_ok=True)
+        (out / "reports" / f"{record.report_name}.md").write_text(f"# {record.student}: report\n")
+        (out / "raw" / record.report_name).mkdir(parents=True)
+        (out / "raw" / record.report_name / "sandbox-output.txt").write_text("printed\n")
+    (out / "results.json").write_text(json.dumps({"seconds": seconds, "jobs": 2, "skipped": []}))
+    return out
+
+
+def test_merge_is_the_union_of_the_parts(tmp_path):
+    ada, bob, cy, dee = the_class()
+    parts = [write_part(tmp_path / "p1", [ada, cy]), write_part(tmp_path / "p2", [bob]),
+             write_part(tmp_path / "p3", [dee], seconds=9.5)]
+    records = merge(parts, tmp_path / "out", roster=DATA / "roster.csv", per_lesson=True)
+    out = tmp_path / "out"
+    assert [r.student for r in records] == ["ada", "bob", "cy", "dee"]
+    assert sorted(rec.load_students(out)) == ["ada", "bob", "cy", "dee"]
+    book = (out / "gradebook.csv").read_text().splitlines()
+    assert book[0] == "student,status,total,max," + ",".join(CHECKS) + ",flags"
+    assert [line.split(",")[0] for line in book[1:]] == ["ada", "bob", "cy", "dee"]
+    assert (out / "reports" / "cy.md").read_text() == "# cy: report\n"
+    assert (out / "raw" / "bob" / "sandbox-output.txt").is_file()
+    assert sorted(p.name for p in (out / "feedback").iterdir()) == ["ada.md", "bob.md", "cy.md", "dee.md"]
+    assert (out / "lms" / "canvas.csv").read_text() == (DATA / "expected_canvas.csv").read_text()
+    results = json.loads((out / "results.json").read_text())
+    assert results["seconds"] == 9.5 and [s["student"] for s in results["students"]] == \
+        ["ada", "bob", "cy", "dee"]
+    assert rec.load_class(out) == info()  # the parts' class.json, as it was
+    merge(parts[:2], out)  # a merge may replace its own OUT, and only what it wrote
+    assert sorted(rec.load_students(out)) == ["ada", "bob", "cy"]
+    assert not (out / "lms").exists() and not (out / "feedback" / "dee.md").exists()
+
+
+@pytest.mark.parametrize("change, what", [
+    ({"seed_digest": "0" * 64}, "seed_digest"),
+    ({"points": {**POINTS, "01.scaled_scores": 3.0}}, "points"),
+    ({"checks": CHECKS[:2]}, "checks"),
+    ({"settings": {"cell_timeout": 10}}, "settings.cell_timeout"),
+    ({"sandbox": "none (UNSAFE)"}, "sandbox"),
+])
+def test_merge_refuses_parts_graded_differently(tmp_path, change, what):
+    ada, bob, *_ = the_class()
+    other = info(**change)
+    if "settings" in change:
+        other.settings = {**info().settings, **change["settings"]}
+    parts = [write_part(tmp_path / "p1", [ada]), write_part(tmp_path / "p2", [bob], other)]
+    with pytest.raises(MergeError, match=re.escape(what)):
+        merge(parts, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_merge_ignores_how_each_shard_was_started(tmp_path):
+    ada, bob, *_ = the_class()
+    second = info()
+    second.settings = {**second.settings, "keep": True, "shard": "2/2", "jobs": 4}
+    merge([write_part(tmp_path / "p1", [ada]), write_part(tmp_path / "p2", [bob], second)],
+          tmp_path / "out")
+    assert "shard" not in rec.load_class(tmp_path / "out").settings
+
+
+def test_merge_refuses_a_student_in_two_parts_and_foreign_folders(tmp_path):
+    ada, bob, *_ = the_class()
+    p1, p2 = write_part(tmp_path / "p1", [ada, bob]), write_part(tmp_path / "p2", [bob])
+    with pytest.raises(MergeError, match="students graded in two parts: 'bob'"):
+        merge([p1, p2], tmp_path / "out")
+    with pytest.raises(MergeError, match="no class.json"):
+        merge([p1, tmp_path / "nothing"], tmp_path / "out")
+    with pytest.raises(MergeError, match="a part is given twice"):
+        merge([p1, p1], tmp_path / "out")
+    with pytest.raises(MergeError, match="overlaps the part"):
+        merge([p1], p1 / "merged")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "thesis.tex").write_text("not a merge")
+    with pytest.raises(MergeError, match="not empty and no merge wrote it"):
+        merge([p1], tmp_path / "mine")
+    assert (tmp_path / "mine" / "thesis.tex").exists()
+    other = student("bob2", report_name="bob")
+    with pytest.raises(MergeError, match="share the report name 'bob'"):
+        merge([write_part(tmp_path / "q1", [bob]), write_part(tmp_path / "q2", [other])],
+              tmp_path / "out")
+
+
+def test_merge_entry_point_and_make_target(tmp_path, monkeypatch):
+    """`python -m course.grading merge` and `make grade-merge` reach merge() with their args."""
+    import subprocess
+
+    from course.grading import __main__ as entry
+    from course.grading import merge as merging
+
+    seen = {}
+    monkeypatch.setattr(merging, "merge", lambda parts, out, roster, per_lesson: seen.update(
+        parts=[str(p) for p in parts], out=str(out), roster=roster, per_lesson=per_lesson) or [])
+    done = subprocess.run(["make", "--no-print-directory", "-n", "-o", ".venv/.installed",
+                           "grade-merge", "PARTS=a/shard-1 a/shard-2", "OUT=a/class",
+                           "ROSTER=r.csv", "PER_LESSON=1"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    line = next(l for l in done.stdout.splitlines() if "course.grading merge" in l)
+    import shlex
+
+    argv = shlex.split(line)
+    assert entry.main(argv[argv.index("course.grading") + 1:]) == 0
+    assert seen == {"parts": ["a/shard-1", "a/shard-2"], "out": "a/class",
+                    "roster": Path("r.csv"), "per_lesson": True}
+    usage = subprocess.run(["make", "--no-print-directory", "-o", ".venv/.installed",
+                            "grade-merge"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert usage.returncode == 2 and "usage: make grade-merge" in usage.stderr
