@@ -7,12 +7,11 @@ a merge of shards write the same files. Each file is safe to give to its student
 holds each check's points; for a check that failed on the notebook's visible cases, the message
 the student's own notebook prints for it; for a check that passed the visible cases and lost its
 points on hidden inputs, only the KIND of hidden case that failed (the case's name, such as "a
-batch of one, one query": the kinds are no secret, the lessons and the release's hidden-case
-specs name them). Never in it: the hidden inputs or outputs, what differed on them, the seed or
-its digest, what the student's code printed in the sandbox (raw/), timings, the grader's flags
-(`unconfirmed`, `mentions-solutions`, ...) or the grader's own errors. Nothing in it tells a
-student more about the next run's hidden inputs than the release already does: they are drawn
-afresh from a new secret seed.
+batch of one, one query": the kinds are no secret, the release's README names them). Never in
+it: the hidden inputs or outputs, what differed on them, the seed or its digest, what the
+student's code printed in the sandbox (raw/), timings, the grader's flags (`unconfirmed`,
+`mentions-solutions`, ...) or the grader's own errors. Nothing in it tells a student more about
+the next run's hidden inputs than the release does: they are drawn afresh from a new secret seed.
 
 The text a student reads goes through course.i18n; check ids and PASS/FAIL/BLOCKED stay as
 they are.
