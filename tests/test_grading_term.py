@@ -475,3 +475,230 @@ def test_three_shards_merged_are_one_run(tmp_path):
     canvas = read_canvas((tmp_path / "merged" / "lms" / "canvas.csv").read_text())
     assert {s["id"]: s["scores"]["Attention course"] for s in canvas["students"]} == \
         {"4211": 3.0, "4212": 2.0, "4213": 2.0, "4214": 0.0}
+
+
+# ------------------------------------------- the cluster recipes of docs/instructors.md
+
+
+class Parsed(Exception):
+    """Raised in place of running the grader: the command line parsed, here are its values."""
+
+
+def parse_like_the_grader(argv: list[str], monkeypatch) -> dict:
+    """`python -m course.grading ARGV` through the grader's own entry point and argument parser,
+    stopped right after parsing; SystemExit (argparse's error) when the CLI refuses the line."""
+    import argparse
+
+    from course.grading import __main__ as entry
+
+    original = argparse.ArgumentParser.parse_args
+
+    def parse(self, args=None, namespace=None):
+        raise Parsed(vars(original(self, args, namespace)))
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse)
+    with pytest.raises(Parsed) as parsed:
+        entry.main(argv)
+    return parsed.value.args[0]
+
+
+def grader_options(monkeypatch) -> str:
+    import contextlib
+    import io as io_
+
+    from course.grading import __main__ as entry
+
+    text = io_.StringIO()
+    with contextlib.redirect_stdout(text), pytest.raises(SystemExit):
+        entry.main(["--help"])
+    return text.getvalue()
+
+
+def doc_block(name: str) -> str:
+    """The fenced block of docs/instructors.md whose first lines name it (`# grade-job.yaml`)."""
+    doc = (ROOT / "docs" / "instructors.md").read_text(encoding="utf-8")
+    for block in re.findall(r"^```\w*\n(.*?)^```", doc, re.S | re.M):
+        if any(line == f"# {name}" or line.startswith(f"# {name}:")
+               for line in block.splitlines()[:2]):
+            return block
+    raise AssertionError(f"no block named {name} in docs/instructors.md")
+
+
+def run_recording(script: str, tmp_path: Path, env: dict, cwd: Path | None = None,
+                  fakes: dict[str, str] | None = None) -> list[list[str]]:
+    """Run a shell script with `python` (and any `fakes`) replaced by recorders of their argv."""
+    import os
+    import stat
+    import subprocess
+
+    bin_dir, record = tmp_path / "bin", tmp_path / "argv"
+    bin_dir.mkdir(exist_ok=True)
+    record.mkdir(exist_ok=True)
+    recorder = ('#!/bin/bash\nf=$(mktemp "$ARGV_DIR/argv.XXXXXX")\nprintf "%s\\0" "$@" > "$f"\n')
+    for name, text in {"python": recorder, **(fakes or {})}.items():
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(stat.S_IRWXU)
+    done = subprocess.run(["bash", "-c", script], cwd=cwd or tmp_path, capture_output=True,
+                          text=True, timeout=60,
+                          env={"PATH": f"{bin_dir}:/usr/bin:/bin", "ARGV_DIR": str(record),
+                               "HOME": str(tmp_path), **env})
+    assert done.returncode == 0, done.stderr
+    found = []
+    for path in sorted(record.iterdir(), key=lambda p: p.stat().st_mtime_ns):
+        found.append(path.read_bytes().decode().split("\0")[:-1])
+        path.unlink()
+    return found
+
+
+def grader_argv(argv: list[str]) -> list[str]:
+    """The arguments after `python -m course.grading`."""
+    assert argv[:2] == ["-m", "course.grading"], argv
+    return argv[2:]
+
+
+def check_shard_line(argv: list[str], k: int, n: int, monkeypatch, has_shard: bool) -> dict:
+    """Parse a shard's command line with the grader's parser; until the grader has --shard, the
+    rest of the line is parsed and --shard's value checked here."""
+    assert argv[argv.index("--shard") + 1] == f"{k}/{n}"
+    if not has_shard:
+        at = argv.index("--shard")
+        argv = argv[:at] + argv[at + 2:]
+    return parse_like_the_grader(argv, monkeypatch)
+
+
+def test_the_kubernetes_manifests_are_jobs_the_grader_accepts(tmp_path, monkeypatch):
+    import yaml
+
+    has_shard = "--shard" in grader_options(monkeypatch)
+    job = yaml.safe_load(doc_block("grade-job.yaml"))
+    assert (job["apiVersion"], job["kind"]) == ("batch/v1", "Job")
+    spec = job["spec"]
+    assert spec["completionMode"] == "Indexed" and spec["completions"] == spec["parallelism"]
+    pod = spec["template"]["spec"]
+    assert pod["restartPolicy"] == "Never" and pod["hostUsers"] is False
+    (container,) = pod["containers"]
+    env = {e["name"]: e for e in container["env"]}
+    assert int(env["SHARDS"]["value"]) == spec["completions"]
+    assert env["GRADING_SEED"]["valueFrom"]["secretKeyRef"] == {"name": "attention-grading-seed",
+                                                               "key": "seed"}
+    assert container["securityContext"]["procMount"] == "Unmasked"
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+    assert mounts["/class/submissions"]["readOnly"] is True
+    assert container["command"] == ["bash", "-c"] and len(container["args"]) == 1
+    outs = []
+    for index in range(spec["completions"]):
+        (argv,) = run_recording(container["args"][0], tmp_path, {
+            "JOB_COMPLETION_INDEX": str(index), "SHARDS": env["SHARDS"]["value"],
+            "GRADING_SEED": "3141592653"})
+        args = check_shard_line(grader_argv(argv), index + 1, spec["completions"], monkeypatch,
+                                has_shard)
+        assert args["submissions"] == "/class/submissions" and args["seed"] == 3141592653
+        outs.append(str(args["out"]))
+    assert outs == [f"/class/grades/shard-{k}" for k in range(1, spec["completions"] + 1)]
+
+    merge_job = yaml.safe_load(doc_block("merge-job.yaml"))
+    assert merge_job["kind"] == "Job" and "completionMode" not in merge_job["spec"]
+    (merger,) = merge_job["spec"]["template"]["spec"]["containers"]
+    assert merger["image"] == container["image"]
+    for k in range(1, 4):
+        (tmp_path / "class" / "grades" / f"shard-{k}").mkdir(parents=True)
+    script = merger["args"][0].replace("/class/", f"{tmp_path}/class/")
+    (argv,) = run_recording(script, tmp_path, {})
+    args = parse_like_the_grader(grader_argv(argv), monkeypatch)
+    assert [str(p) for p in args["parts"]] == [f"{tmp_path}/class/grades/shard-{k}" for k in (1, 2, 3)]
+    assert str(args["out"]) == f"{tmp_path}/class/grades/class" and args["roster"] is not None
+
+
+SBATCH = """#!/bin/bash
+# a stand-in for Slurm's sbatch: prints a job id (--parsable), runs --wrap's command at once
+echo "$*" >> "$ARGV_DIR/../sbatch.log"
+wrap=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --wrap) wrap="$2"; shift ;;
+    --wrap=*) wrap="${1#--wrap=}" ;;
+  esac
+  shift
+done
+if [ -n "$wrap" ]; then sh -c "$wrap"; fi
+echo "4242;cluster"
+"""
+
+
+def test_the_slurm_scripts_run_lines_the_grader_accepts(tmp_path, monkeypatch):
+    has_shard = "--shard" in grader_options(monkeypatch)
+    array = doc_block("grade-array.sbatch")
+    assert re.search(r"^#SBATCH --array=1-3$", array, re.M)
+    course, klass = tmp_path / "course", tmp_path / "class"
+    (course / ".venv" / "bin").mkdir(parents=True)
+    (klass / "grades").mkdir(parents=True)
+    (klass / "seed").write_text("2718281828\n")
+    (course / ".venv" / "bin" / "python").symlink_to(tmp_path / "bin" / "python")
+    for task in (1, 2, 3):
+        (argv,) = run_recording(array, tmp_path, {
+            "SLURM_SUBMIT_DIR": str(course), "SLURM_ARRAY_TASK_ID": str(task),
+            "SLURM_ARRAY_TASK_COUNT": "3", "SLURM_CPUS_PER_TASK": "2", "CLASS": str(klass)})
+        args = check_shard_line(grader_argv(argv), task, 3, monkeypatch, has_shard)
+        assert args["seed"] == 2718281828 and args["jobs"] == 2
+        assert str(args["out"]) == f"{klass}/grades/shard-{task}"
+        (klass / "grades" / f"shard-{task}").mkdir()
+
+    (course / "grade-array.sbatch").write_text(array)
+    (argv,) = run_recording(doc_block("submit.sh"), tmp_path, {"CLASS": str(klass)}, cwd=course,
+                            fakes={"sbatch": SBATCH})
+    args = parse_like_the_grader(grader_argv(argv), monkeypatch)
+    assert [str(p) for p in args["parts"]] == [f"{klass}/grades/shard-{k}" for k in (1, 2, 3)]
+    assert str(args["out"]) == f"{klass}/grades/class"
+    assert "--dependency=afterok:4242 " in (tmp_path / "sbatch.log").read_text()
+
+
+def test_the_by_hand_shard_lines_are_ones_the_grader_accepts(monkeypatch):
+    import shlex
+
+    has_shard = "--shard" in grader_options(monkeypatch)
+    block = doc_block("by hand: the seed once a term, then one shard per machine (a shared "
+                      "folder), then the merge")
+    lines = [l for l in block.splitlines() if "-m course.grading" in l]
+    assert len(lines) == 3
+    for k, line in enumerate(lines, start=1):
+        argv = shlex.split(line.replace('"$(cat seed)"', "12345"))
+        args = check_shard_line(argv[argv.index("course.grading") + 1:], k, 3, monkeypatch,
+                                has_shard)
+        assert args["seed"] == 12345 and args["out"] == f"grades/shard-{k}"
+
+
+# ---------------------------------------------- what plain nbval on a student's notebook proves
+
+
+@pytest.mark.slow
+def test_plain_nbval_passes_a_wrong_cell_the_student_saved(tmp_path):
+    """docs/instructors.md: `pytest --nbval` compares with the notebook's own saved outputs, so
+    a wrong result the student saved passes; only a saved output that differs fails."""
+    import os
+    import subprocess
+    import sys
+
+    import nbformat
+    from nbclient import NotebookClient
+
+    wrong = ("import torch\n\ndef batched_dot(a, b):\n    return (a * b).sum()  # should be dim=-1\n\n"
+             "print(batched_dot(torch.ones(2, 3), torch.ones(2, 3)))")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(wrong)])
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
+    NotebookClient(notebook, timeout=120, kernel_name="python3").execute()  # the student's run
+    assert notebook.cells[0].outputs[0]["text"] == "tensor(6.)\n"  # wrong: [3., 3.] is right
+    path = tmp_path / "student.ipynb"
+    nbformat.write(notebook, path)
+
+    def nbval() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pytest", "--nbval", str(path), "-q",
+                               "-p", "no:cacheprovider", "-c", os.devnull, "--rootdir", str(tmp_path)],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=300)
+
+    done = nbval()
+    assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-2000:]
+    notebook.cells[0].outputs[0]["text"] = "tensor([3., 3.])\n"  # the right answer, saved
+    nbformat.write(notebook, path)
+    done = nbval()
+    assert done.returncode == 1 and "1 failed" in done.stdout, done.stdout[-2000:]
