@@ -180,6 +180,16 @@ def test_a_misspelt_folder_is_named_with_the_roster_entry_it_resembles(tmp_path)
     assert files.missing == ["alice_smith"]
 
 
+def test_a_roster_matches_folders_whatever_the_unicode_form(tmp_path):
+    import unicodedata
+
+    roster = tmp_path / "roster.csv"
+    roster.write_text(f"folder,lms_id\n{unicodedata.normalize('NFD', 'José')},7\n", encoding="utf-8")
+    files = write_lms(tmp_path, info(), [student(unicodedata.normalize("NFC", "José"))], roster)
+    assert files.missing == [] and files.unknown == []
+    assert read_canvas(files.canvas.read_text())["students"][0]["scores"]["Attention course"] == 4.5
+
+
 def rec_dict(records: list[StudentRecord]) -> dict[str, StudentRecord]:
     return {r.report_name: r for r in records}
 
@@ -407,12 +417,14 @@ def build_small_class(subs: Path) -> None:
 
 
 def tree(out: Path) -> dict[str, object]:
-    """What an OUT holds, timings taken out: file -> text (or parsed record)."""
+    """The gradebook, records, reports, feedback and LMS files of an OUT, timings taken out:
+    file -> text (or the parsed record)."""
     found = {}
     for path in sorted(out.rglob("*")):
         relative = path.relative_to(out).as_posix()
-        if not path.is_file() or relative in ("results.json", "class.json") or \
-                relative.startswith("raw/") or path.name.startswith("."):
+        if not path.is_file() or path.name.startswith(".") or not (
+                relative == "gradebook.csv" or relative.startswith(
+                    ("students/", "reports/", "feedback/", "lms/"))):
             continue
         if relative.startswith("students/"):
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -451,6 +463,8 @@ def test_three_shards_merged_are_one_run(tmp_path):
     merge(parts, tmp_path / "merged", roster=roster)
 
     one, merged = tree(tmp_path / "one"), tree(tmp_path / "merged")
+    assert {"gradebook.csv", "students/cy.json", "reports/cy.md", "feedback/cy.md",
+            "lms/canvas.csv", "lms/moodle.csv", "lms/summary.md"} <= set(one)
     assert sorted(one) == sorted(merged)
     for name in one:
         assert one[name] == merged[name], name

@@ -44,6 +44,7 @@ import csv
 import difflib
 import io
 import sys
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -99,6 +100,12 @@ def printable(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
 
 
+def folder_key(name: str) -> str:
+    """How a roster's folder is matched with a graded folder: the same text in Unicode NFC (a
+    roster typed on one system and folders unpacked on another may compose accents apart)."""
+    return unicodedata.normalize("NFC", name)
+
+
 def _number(points: float) -> str:
     return f"{points:.10g}"
 
@@ -146,7 +153,7 @@ def _entries(path: Path, rows: list[list[str]], columns: dict[str, int]) -> list
         if not entry.folder:
             raise RosterError(f"{path.name}, line {number}: no folder")
         for key in ("folder", "lms_id", "email"):
-            value = getattr(entry, key)
+            value = folder_key(getattr(entry, key))
             if value and (key, value) in seen:
                 raise RosterError(f"{path.name}, lines {seen[key, value]} and {number}: the same "
                                   f"{key} {printable(value)!r} twice")
@@ -189,12 +196,13 @@ def _score_headers(info: ClassInfo, per_lesson: bool, title: str) -> list[str]:
 def canvas_csv(info: ClassInfo, roster: list[RosterEntry], graded: dict[str, StudentRecord],
                per_lesson: bool = False, title: str = TITLE) -> str:
     """Canvas's gradebook import file: one row per roster student (0 without a submission)."""
+    graded = {folder_key(k): v for k, v in graded.items()}
     lessons = _lessons_of(info, list(graded.values()))
     _, maxima = _scores(info, None, lessons, per_lesson)
     rows = [CANVAS_STUDENT_COLUMNS + _score_headers(info, per_lesson, title),
             ["Points Possible", "", "", "", ""] + maxima]
     for entry in roster:
-        cells, _ = _scores(info, graded.get(entry.folder), lessons, per_lesson)
+        cells, _ = _scores(info, graded.get(folder_key(entry.folder)), lessons, per_lesson)
         # SIS User ID stays empty: Canvas matches the ID column first, the login (email) next
         rows.append([safe_cell(entry.name or entry.folder), safe_cell(entry.lms_id), "",
                      safe_cell(entry.email), safe_cell(entry.section)] + cells)
@@ -204,10 +212,11 @@ def canvas_csv(info: ClassInfo, roster: list[RosterEntry], graded: dict[str, Stu
 def moodle_csv(info: ClassInfo, roster: list[RosterEntry], graded: dict[str, StudentRecord],
                per_lesson: bool = False, title: str = TITLE) -> str:
     """Moodle's CSV grade import file: the identifier first, then the grade columns."""
+    graded = {folder_key(k): v for k, v in graded.items()}
     lessons = _lessons_of(info, list(graded.values()))
     rows = [MOODLE_STUDENT_COLUMNS + _score_headers(info, per_lesson, title)]
     for entry in roster:
-        cells, _ = _scores(info, graded.get(entry.folder), lessons, per_lesson)
+        cells, _ = _scores(info, graded.get(folder_key(entry.folder)), lessons, per_lesson)
         rows.append([safe_cell(entry.email), safe_cell(entry.lms_id),
                      safe_cell(entry.name or entry.folder), safe_cell(entry.section)] + cells)
     return _csv(rows)
@@ -220,13 +229,15 @@ def _suggest(folder: str, known: list[str]) -> str:
 
 def check_roster(roster: list[RosterEntry], records: list[StudentRecord], files: LmsFiles) -> None:
     """Fill files' lists: who is in one list (roster, graded folders) and not the other."""
-    graded = {r.student: r for r in records}
-    in_roster = {e.folder for e in roster}
-    files.missing = [e.folder for e in roster if e.folder not in graded]
-    files.unknown = [f"{s}{_suggest(s, files.missing)}" for s in sorted(graded) if s not in in_roster]
+    graded = {folder_key(r.student) for r in records}
+    in_roster = {folder_key(e.folder) for e in roster}
+    files.missing = [e.folder for e in roster if folder_key(e.folder) not in graded]
+    files.unknown = [f"{r.student}{_suggest(r.student, files.missing)}"
+                     for r in sorted(records, key=lambda r: r.student)
+                     if folder_key(r.student) not in in_roster]
     files.no_email = [e.folder for e in roster if not e.email]
     files.not_ok = [f"{r.student} ({r.status})" for r in sorted(records, key=lambda r: r.student)
-                    if r.student in in_roster and r.status != "ok"]
+                    if folder_key(r.student) in in_roster and r.status != "ok"]
 
 
 def summary_text(files: LmsFiles, roster_path: Path, n_roster: int, n_graded: int) -> str:
@@ -255,7 +266,7 @@ def write_lms(out: Path, info: ClassInfo, records, roster_path: Path | None,
     out = Path(out)
     records = list(records.values()) if isinstance(records, dict) else list(records)
     roster = read_roster(Path(roster_path))
-    graded = {r.student: r for r in records}
+    graded = {folder_key(r.student): r for r in records}
     folder = out / LMS_DIR
     files = LmsFiles(folder / "canvas.csv", folder / "moodle.csv", folder / "summary.md")
     check_roster(roster, records, files)
