@@ -20,7 +20,7 @@ LAB_ARGS ?=
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 PYTEST_ARGS ?=
 
-.PHONY: lab test system-packages venv check playground notebooks stubs reference grade handout screenshots lock clean
+.PHONY: lab test system-packages venv check playground notebooks stubs reference grade grade-merge handout screenshots lock clean
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR) $(ROOT_FLAG) $(LAB_ARGS) notebooks/00_start_here.ipynb
@@ -67,6 +67,14 @@ grade: $(STAMP)
 	@if [ -z "$(strip $(SUBMISSIONS))" ] || [ -z "$(strip $(OUT))" ]; then \
 	  echo "usage: make grade SUBMISSIONS=<dir> OUT=<dir> [JOBS=n] [LESSONS=00-02] [FULL=1]" >&2; exit 2; fi
 	$(BIN)/python -m course.grading --submissions "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(LESSONS),--lessons $(LESSONS)) $(if $(FULL),--full) $(if $(UNSAFE),--unsafe-no-sandbox)
+
+# Merge the OUT folders of a class graded in shards (make grade ... SHARD=K/N) into one OUT:
+# the gradebook, reports and feedback of one run. Optional: ROSTER=roster.csv (Canvas and Moodle
+# files in OUT/lms/), PER_LESSON=1 (one LMS column per lesson). See docs/instructors.md.
+grade-merge: $(STAMP)
+	@if [ -z "$(strip $(PARTS))" ] || [ -z "$(strip $(OUT))" ]; then \
+	  echo "usage: make grade-merge PARTS=\"OUT1 OUT2 ...\" OUT=<dir> [ROSTER=roster.csv] [PER_LESSON=1]" >&2; exit 2; fi
+	$(BIN)/python -m course.grading merge --parts $(PARTS) --out "$(OUT)" $(if $(ROSTER),--roster "$(ROSTER)") $(if $(PER_LESSON),--per-lesson)
 
 # The student release: the course without solutions/, checks working from recorded results.
 handout: $(STAMP)

@@ -24,14 +24,16 @@ from pathlib import Path
 from course import ROOT
 from course.workspace import SKIP
 
-# top-level paths (relative to the course root) that stay with the instructor
-# the one list of what the release leaves out: the grader (course/grading/, with its points file
-# and hidden-case specs) stays with the instructor
-EXCLUDE = {"solutions", "tests", "docs", ".ci", "course/grading", "course/release/README.md"}
+# the one list of what the release leaves out (paths relative to the course root): what stays
+# with the instructor, the grader (course/grading/, with its points file and hidden-case specs)
+# and what only the grader uses (its benchmark, its container image)
+EXCLUDE = {"solutions", "tests", "docs", ".ci", "course/grading", "course/release/README.md",
+           "scripts/bench_grade.py", "Dockerfile", ".dockerignore"}
 RELEASE = ROOT / "course" / "release"  # the release's README.md and its tests (tests/)
 RELEASE_TESTS = "course/release/tests"  # what the release's `make test` (pytest) runs
 # Makefile targets that need solutions/ or serve the course's developers: not in the release
-DEVELOPER_TARGETS = {"notebooks", "stubs", "reference", "grade", "handout", "screenshots", "lock"}
+DEVELOPER_TARGETS = {"notebooks", "stubs", "reference", "grade", "grade-merge", "handout",
+                     "screenshots", "lock"}
 MARKER = ".handout"  # lets a later run replace a folder it made itself
 
 
