@@ -180,7 +180,15 @@ def skeleton(english: Path) -> str:
         cell.metadata = {**({"tags": cell.metadata["tags"]} if cell.metadata.get("tags") else {}),
                          "en": cell_hash(cell)}
     notebook.metadata = {}
-    return jupytext.writes(notebook, fmt="py:percent")
+    return without_header(jupytext.writes(notebook, fmt="py:percent"))
+
+
+def without_header(text: str) -> str:
+    """A percent-format source without jupytext's YAML header (the course's sources have none)."""
+    if text.startswith("# ---\n"):
+        end = text.index("\n# ---\n", 1) + len("\n# ---\n")
+        text = text[end:].lstrip("\n")
+    return text
 
 
 def main(argv=None) -> int:
