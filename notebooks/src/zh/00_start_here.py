@@ -96,7 +96,7 @@ check_batched_dot(batched_dot)
 # %% [markdown] en="797e836376d9"
 # ## 术语表 / Vocabulary
 #
-# 本课程的原始笔记是中文写的，许多读者已经从那里熟悉这些术语。完整的译名约定见 `docs/zh/TERMINOLOGY.md`。
+# 本课程的原始笔记是中文写的，许多读者已经从那里熟悉这些术语。本课程中文版的译名都以这张表为准。
 #
 # | English | 中文 | 在本课程中 |
 # |---|---|---|
