@@ -4,10 +4,12 @@
     python -m course.build notebooks 01 02      # lessons whose file name starts with these
     python -m course.build notebooks --lang zh  # one edition only (en or zh)
 
-English: notebooks/src/NN_topic.py -> notebooks/NN_topic.ipynb. Chinese: notebooks/src/zh/NN_topic.py
--> notebooks/zh/NN_topic.ipynb, run from notebooks/zh/ so that its `import course_setup` finds
-notebooks/zh/course_setup.py, which switches the kernel to Chinese (see course/drift.py for how
-each Chinese cell stays in step with its English one). Each notebook runs in a scratch copy of the course whose exercises are the solutions, so the
+English: notebooks/src/NN_topic.py -> notebooks/NN_topic.ipynb. Chinese:
+notebooks/src/zh/NN_topic.py -> notebooks/zh/NN_topic.ipynb, run from notebooks/zh/ so that its
+`import course_setup` finds notebooks/zh/course_setup.py, which switches the kernel to Chinese
+(course/drift.py says how each Chinese cell stays in step with its English one).
+
+Each notebook runs in a scratch copy of the course whose exercises are the solutions, so the
 committed outputs are those of a correct implementation. Timing metadata is dropped so a rebuild
 without changes leaves the files as they were.
 """

@@ -8,10 +8,10 @@ check works without the solutions), the shipped `data/`, and `exercises/` freshl
 `solutions/` (stubs that raise NotImplementedError). Left out: `solutions/`, `tests/` (the
 mutation and notebook tests need the solutions), `docs/` (the instructors' and contributors'
 guides), CI, and the usual build output. The release gets its own README, in English and
-Chinese (`course/release/README.md`, `README.zh-CN.md`), its own tests (`course/release/tests/`, which its `make test` runs)
-and the course's Makefile without the developers' targets (they need `solutions/`). The grader
-builds its pristine working copy with the same function, so a grading kernel never has the
-reference code on its path.
+Chinese (`course/release/README.md`, `README.zh-CN.md`), its own tests
+(`course/release/tests/`, which its `make test` runs) and the course's Makefile without the
+developers' targets (they need `solutions/`). The grader builds its pristine working copy with
+the same function, so a grading kernel never has the reference code on its path.
 """
 from __future__ import annotations
 

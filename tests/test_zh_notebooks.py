@@ -149,3 +149,20 @@ def test_the_old_english_of_a_cell_is_found_in_the_history():
     pair = Pair(english, ROOT / "notebooks" / "src" / "zh" / english.name)
     found = old_english(pair, cell_hash(cell))
     assert found is None or found.strip() == cell.source.strip()  # None outside a git checkout
+
+
+def dry_run(*args: str) -> str:
+    done = subprocess.run(["make", "-n", "--no-print-directory", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_make_lab_and_make_playground_switch_to_chinese():
+    assert dry_run("lab", "LANG=zh").endswith("notebooks/zh/00_start_here.ipynb")
+    assert "COURSE_LANG=zh_CN" in dry_run("lab", "LANG=zh")
+    assert "COURSE_LANG=zh_CN" in dry_run("lab", "COURSE_LANG=zh_CN")
+    english = dry_run("lab", "LANG=C.UTF-8")
+    assert english.endswith(" notebooks/00_start_here.ipynb") and "COURSE_LANG" not in english
+    assert "--lang zh" in dry_run("playground", "LANG=zh")
+    assert "--lang" not in dry_run("playground")
