@@ -171,11 +171,9 @@ print("z", tuple(z.shape), "-> pair bias", tuple(pair_bias.shape), "  (B, N_head
 #
 # ```
 # scores     (B=2, S=4, N_head=8, R=5, R=5)
-# bias as is       (2,        8,   5,   5)   -> read as (1, 2, 8, 5, 5): B lines up with S!
-# bias fixed       (2,   1,   8,   5,   5)   -> the 1 stretches over S: one bias per protein
+# bias as is       (2,        8,   5,   5)   -> 被读作 (1, 2, 8, 5, 5)：B 与 S 对齐了！
+# bias fixed       (2,   1,   8,   5,   5)   -> 这个 1 在 S 上拉伸：每个蛋白质一个偏置
 # ```
-#
-# （原样的偏置被读作 (1, 2, 8, 5, 5)：B 与 S 对齐了！修正后的偏置里，那个 1 在 S 上拉伸：每个蛋白质一个偏置。）
 #
 # 修正的办法是在**偏置的批量轴与它的最后三个轴之间**插入一个大小为 1 的轴。如果改为插在最前面，即形状为 (1, 2, 8, 5, 5) 的 `bias.unsqueeze(0)` 呢？这恰恰就是广播本来就会做的事，所以它又让 B 与 S 对齐了。当 B = 2、S = 4 时，它会大声报错：
 
