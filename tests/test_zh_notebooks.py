@@ -52,6 +52,11 @@ def test_markdown_cells_are_translated():
                 assert re.search(r"[\u4e00-\u9fff]", cell.source), f"{path.name} cell {index}"
 
 
+def test_every_chinese_notebook_has_its_source():
+    built = {p.stem for p in (ROOT / "notebooks" / "zh").glob("[0-9][0-9]_*.ipynb")}
+    assert built == {p.stem for p in ZH_SOURCES}, "run `make notebooks LANG=zh` after adding a lesson"
+
+
 @pytest.mark.parametrize("source", ZH_SOURCES, ids=lambda p: p.stem)
 def test_committed_chinese_notebook_matches_its_source(source):
     target = target_of(source)
@@ -166,3 +171,16 @@ def test_make_lab_and_make_playground_switch_to_chinese():
     assert english.endswith(" notebooks/00_start_here.ipynb") and "COURSE_LANG" not in english
     assert "--lang zh" in dry_run("playground", "LANG=zh")
     assert "--lang" not in dry_run("playground")
+
+
+def test_the_release_carries_both_readmes_and_the_chinese_notebooks(tmp_path):
+    from course.handout import build
+
+    release = build(tmp_path / "release")
+    assert (release / "README.zh-CN.md").read_text() == (
+        ROOT / "course" / "release" / "README.zh-CN.md").read_text()
+    assert "README.zh-CN.md" in (release / "README.md").read_text()
+    assert {p.name for p in (release / "notebooks" / "zh").glob("*.ipynb")} == {
+        p.name for p in (ROOT / "notebooks" / "zh").glob("*.ipynb")}
+    assert (release / "notebooks" / "zh" / "course_setup.py").exists()
+    assert "messages:" not in (release / "Makefile").read_text()
