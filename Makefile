@@ -19,11 +19,20 @@ LAB_ARGS ?=
 # Jupyter refuses to run as root (containers, CI) unless told
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 PYTEST_ARGS ?=
+# The Chinese edition: `make lab LANG=zh` or COURSE_LANG=zh_CN (LANG counts only when given on the
+# command line: the LANG of the shell is a locale, and a Chinese locale is no request for it)
+COURSE_LANG ?=
+ifeq ($(origin LANG),command line)
+COURSE_LANG := $(LANG)
+endif
+ZH := $(if $(filter zh%,$(COURSE_LANG)),zh)
+# `LANG=zh` is no locale: the commands it starts get a real one
+LOCALE := $(if $(filter command line,$(origin LANG)),LANG=C.UTF-8 )
 
-.PHONY: lab test system-packages venv check playground notebooks stubs reference grade grade-merge handout screenshots lock clean
+.PHONY: lab test system-packages venv check playground notebooks stubs reference grade grade-merge handout screenshots lock clean messages
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR) $(ROOT_FLAG) $(LAB_ARGS) notebooks/00_start_here.ipynb
+	$(LOCALE)$(if $(ZH),COURSE_LANG=zh_CN )$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR) $(ROOT_FLAG) $(LAB_ARGS) notebooks/$(if $(ZH),zh/)00_start_here.ipynb
 
 test: $(STAMP) system-packages
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -45,7 +54,13 @@ check: $(STAMP)
 # Every widget of the course on one page, served by Voilà; works before any exercise is written.
 PLAYGROUND_ARGS ?=
 playground: $(STAMP)
-	$(BIN)/python -m course.playground $(PLAYGROUND_ARGS)
+	$(LOCALE)$(BIN)/python -m course.playground $(if $(ZH),--lang zh) $(PLAYGROUND_ARGS)
+
+# Bring the Chinese message catalog in step with the code (Babel), then list everything of the
+# Chinese edition that is out of date: untranslated messages, stale cells (course/drift.py).
+messages: $(STAMP)
+	$(BIN)/python -m course.messages
+	$(BIN)/python -m course.drift
 
 # Re-execute every lesson notebook against the solutions and store the outputs (commit them).
 notebooks: $(STAMP)

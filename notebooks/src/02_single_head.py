@@ -21,6 +21,7 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
+from course.i18n import _  # figure titles and labels in the notebook's language
 from course.plots import heatmaps
 
 torch.set_printoptions(precision=4, sci_mode=False)
@@ -156,7 +157,7 @@ plain = attention_weights(x, x)
 causal = attention_weights(x, x, mask=causal_mask(5))
 real = padding_mask(torch.tensor([3]), 5)[0]            # (1, 5): keys that are real
 padded = attention_weights(x, x, mask=real & real.T)    # (5, 5): real query and real key
-fig = heatmaps([plain, causal, padded], ["no mask", "causal mask", "padding (3 real)"],
+fig = heatmaps([plain, causal, padded], [_("no mask"), _("causal mask"), _("padding (3 real)")],
                row_labels=tokens, col_labels=tokens)
 plt.show()
 # rounded: correct code written differently may be off from 1 in the last bit

@@ -32,6 +32,8 @@ import matplotlib.pyplot as plt
 import torch
 from torch import nn
 
+from course.i18n import _  # figure titles and labels in the notebook's language
+
 torch.set_printoptions(precision=4, sci_mode=False)
 
 # %% [markdown]
@@ -359,13 +361,13 @@ for name, colour in [("plain", "tab:red"), ("global", "tab:blue")]:
     time_slope = fit_slope(sizes[name], seconds[name])
     memory_slope = fit_slope(sizes[name], peaks[name])
     ax_time.loglog(sizes[name], seconds[name], "o-", color=colour,
-                   label=f"{name}: slope {time_slope:.2f}")
+                   label=_("{name}: slope {slope:.2f}").format(name=name, slope=time_slope))
     ax_memory.loglog(sizes[name], [p / 1e6 for p in peaks[name]], "o-", color=colour,
-                     label=f"{name}: slope {memory_slope:.2f}")
+                     label=_("{name}: slope {slope:.2f}").format(name=name, slope=memory_slope))
     print(f"{name:6}  time slope {time_slope:.2f}   memory slope {memory_slope:.2f}   "
           f"(least-squares fits of log value against log S)")
-ax_time.set(xlabel="S (sequences)", ylabel="seconds (best of 3)", title="time per call")
-ax_memory.set(xlabel="S (sequences)", ylabel="peak MB (profiler)", title="peak memory per call")
+ax_time.set(xlabel=_("S (sequences)"), ylabel=_("seconds (best of 3)"), title=_("time per call"))
+ax_memory.set(xlabel=_("S (sequences)"), ylabel=_("peak MB (profiler)"), title=_("peak memory per call"))
 for ax in (ax_time, ax_memory):
     ax.legend()
 plt.show()
@@ -459,8 +461,8 @@ for capacity in [24, 40, 80]:
     ax.axhline(capacity, color="grey", lw=0.8, ls="--")
     ax.text(S_range[0], capacity * 1.08, f"{capacity} GB", fontsize=8, color="grey")
 ax.axvline(5120, color="black", lw=0.6, ls=":")
-ax.set(xlabel="S (sequences)", ylabel="GB needed (inputs + predicted peak)",
-       title="column attention, R = 300, 8 heads, c = 8, float32 (predicted on meta)")
+ax.set(xlabel=_("S (sequences)"), ylabel=_("GB needed (inputs + predicted peak)"),
+       title=_("column attention, R = 300, 8 heads, c = 8, float32 (predicted on meta)"))
 ax.legend()
 plt.show()
 
