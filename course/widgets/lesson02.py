@@ -26,7 +26,7 @@ from course.widgets.base import live_figure
 
 TOKENS = ("the", "cat", "sat", "on", "a", "mat")
 WIDTH = 8  # channels of the toy embeddings
-FILLS = {"zero": N_("−∞, blind rows get 0 (course)"), "1e8": N_("−1e8"), "inf": N_("−∞ alone")}
+FILLS = {"zero": N_("−∞, blind → 0"), "1e8": N_("−1e8"), "inf": N_("−∞ only")}
 
 
 def build_mask(n: int, causal: bool, n_real: int, hide_padding_queries: bool) -> torch.Tensor:
@@ -127,7 +127,7 @@ def mask_explorer() -> widgets.VBox:
     controls = {
         "causal": widgets.Checkbox(value=True, description=_("causal mask (no peeking ahead)")),
         "n_real": widgets.IntSlider(value=4, min=1, max=len(TOKENS),
-                                    description=_("real tokens (the rest is padding)")),
+                                    description=_("real tokens")),
         "hide_padding_queries": widgets.Checkbox(value=False,
                                                  description=_("padding queries see nothing")),
         "fill": widgets.ToggleButtons(options=[(_(label), key) for key, label in FILLS.items()],
@@ -138,6 +138,6 @@ def mask_explorer() -> widgets.VBox:
         "attention weights that result; each row is one word's weights and sums to 1. Try: untick "
         "the causal mask and every word sees the whole sentence; lower the real tokens and the "
         "<pad> columns go dark. Tick 'padding queries see nothing': those rows may see no word at "
-        "all. Then switch the masked score: −1e8 spreads their weight evenly over the padding, "
-        "−∞ alone turns them into NaN (red), which would poison every later layer; the course "
-        "gives them zeros."), figsize=(10.0, 3.6))
+        "all. Then switch the masked score: the other rows never change, but −1e8 spreads a blind "
+        "row's weight evenly over keys it may not see, and −∞ only makes it NaN (red), which "
+        "would spread through every later layer; the course gives a blind row zeros."), figsize=(10.0, 3.6))

@@ -97,6 +97,7 @@ def _draw_walls(ax, R: int, H: int, dtype: str) -> None:
     ax.set_xticks(range(len(CARDS_GB)), [_("{card} GB").format(card=c) for c in CARDS_GB])
     ax.set(ylabel=_("largest S that fits"))
     ax.set_title(_("where each card runs out"), fontsize=9)
+    ax.legend(fontsize=6, loc="upper left")
 
 
 def draw_memory(fig, S: int, R: int, H: int, dtype: str) -> None:
@@ -120,7 +121,7 @@ def memory_explorer() -> widgets.VBox:
         "at each of R positions: its score tables hold S × S numbers per column and head. Left: "
         "the memory one layer's attention needs, predicted from tensor shapes, against S; dashed "
         "lines are 24, 40 and 80 GB graphics cards. Try: drag S and read off each method's need; "
-        "doubling S quadruples the red line. Change the columns, heads or number format and see "
+        "doubling S quadruples the red line. Change the columns, heads or precision and see "
         "where each card runs out (right). Computing 4 columns at a time, or one averaged query "
         "per column (global attention), moves the wall by orders of magnitude."),
         figsize=(10.0, 3.8))
