@@ -511,9 +511,31 @@ def _wait_idle(page, timeout: float = 60.0) -> str:
     return status
 
 
+def _page_settled(page, quiet: float = 1.5, timeout: float = 60.0) -> bool:
+    """Wait until nothing on the whole page changes for `quiet` seconds; False on timeout.
+
+    A Voilà page has no notebook panel to ask whether the kernel is idle, and a drag sends a
+    value per step: redraws that one widget still owes (each may take seconds) would otherwise
+    eat into the next widget's time to respond."""
+    body = page.locator("body")
+    deadline = time.monotonic() + timeout
+    last, since = _fingerprint(page, body), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.3)
+        now = _fingerprint(page, body)
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return True
+    return False
+
+
 def _settled_fingerprint(page, root, timeout: float = 15.0):
     """The fingerprint once the kernel is idle and it stays the same for half a second, so that
-    late redraws of the previous control are not credited to the next one."""
+    late redraws of the previous control are not credited to the next one (on a Voilà page,
+    once the whole page has been still for a moment)."""
+    if page.evaluate("() => window.__coursePanel === undefined"):
+        _page_settled(page)
     deadline = time.monotonic() + timeout
     last = _fingerprint(page, root)
     while time.monotonic() < deadline:

@@ -108,11 +108,14 @@ def draw_memory(fig, S: int, R: int, H: int, dtype: str) -> None:
 
 
 def memory_explorer() -> widgets.VBox:
+    # a new R, heads or precision costs a few predictions on meta: redraw when the slider is
+    # let go, not at every value a drag passes
+    slow = {"continuous_update": False}
     controls = {
         "S": widgets.SelectionSlider(options=SEQUENCES, value=5120,
-                                     description=_("sequences S")),
-        "R": widgets.SelectionSlider(options=COLUMNS, value=300, description=_("columns R")),
-        "H": widgets.SelectionSlider(options=HEADS, value=8, description=_("heads")),
+                                     description=_("sequences S"), **slow),
+        "R": widgets.SelectionSlider(options=COLUMNS, value=300, description=_("columns R"), **slow),
+        "H": widgets.SelectionSlider(options=HEADS, value=8, description=_("heads"), **slow),
         "dtype": widgets.ToggleButtons(options=list(DTYPES), value="float32",
                                        description=_("precision")),
     }

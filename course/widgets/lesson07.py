@@ -16,10 +16,10 @@ from __future__ import annotations
 import ipywidgets as widgets
 import torch
 
-from course.i18n import _
+from course.i18n import N_, _
 from course.widgets.base import live_figure
 
-SCHEMES = ("sinusoidal", "RoPE")
+SCHEMES = (N_("sinusoidal"), "RoPE")  # values the code compares; N_: the label is translated
 N_POSITIONS = 64
 DIMENSIONS = [2, 4, 8, 16, 32, 64, 128]
 
