@@ -2,8 +2,8 @@
 import pytest
 
 from course.memory import GB, predicted_need, predicted_wall
-from course.widgets.lesson05 import (CARDS_GB, METHODS, card_walls, memory_curves, memory_explorer,
-                                     need_at)
+from course.widgets.lesson05 import (CARDS_GB, METHODS, card_walls, largest_fitting, memory_curves,
+                                     memory_explorer, need_at)
 
 
 def test_the_curves_are_the_predictions_on_meta():
@@ -29,9 +29,25 @@ def test_float16_halves_the_need():
 def test_the_walls_are_the_lessons():
     walls = card_walls(300, 8)
     assert [walls["naive"][card] for card in CARDS_GB] == [1110, 1435, 2033]  # lesson 05's text
-    assert walls["naive"][80] == predicted_wall("naive", 80 * GB, R=300, H=8, c=8)
     for card in CARDS_GB:
         assert walls["naive"][card] < walls["chunked"][card] < walls["global"][card]
+
+
+@pytest.mark.parametrize("R, H, dtype", [(300, 8, "float32"), (64, 2, "float16")])
+def test_the_walls_are_course_memorys_confirmed_on_meta(R, H, dtype):
+    import torch
+
+    walls = card_walls(R, H, dtype)
+    for method in METHODS:
+        for card in CARDS_GB:
+            assert walls[method][card] == predicted_wall(method, card * GB, R=R, H=H, c=8,
+                                                         dtype=getattr(torch, dtype)), (method, card)
+
+
+def test_largest_fitting():
+    assert largest_fitting(1.0, 0.0 + 1e-9, 0.0, 100.0) == 9  # 10² + a hair > 100
+    assert largest_fitting(0.0, 2.0, 10.0, 30.0) == 10
+    assert largest_fitting(1.0, 1.0, 0.0, 0.5) == 1  # never below one sequence
 
 
 def test_need_at_one_size():

@@ -10,12 +10,14 @@ memory cannot be predicted from shapes, lesson 05 measures it.)
 from __future__ import annotations
 
 import functools
+import math
 
 import ipywidgets as widgets
 import torch
+from matplotlib.ticker import NullLocator
 
 from course.i18n import N_, _
-from course.memory import GB, need_quadratic, predicted_need, predicted_wall
+from course.memory import GB, need_quadratic, predicted_need
 from course.widgets.base import live_figure
 
 METHODS = {"naive": N_("all columns at once"), "chunked": N_("4 columns at a time"),
@@ -50,13 +52,33 @@ def memory_curves(R: int, H: int, dtype: str = "float32", c: int = CHANNELS,
     return curves
 
 
+def largest_fitting(a: float, b: float, d: float, capacity: float) -> int:
+    """Largest S >= 1 with a·S² + b·S + d <= capacity (a >= 0, b > 0)."""
+    if a > 0:
+        S = int((-b + math.sqrt(b * b - 4 * a * (d - capacity))) / (2 * a))
+    else:
+        S = int((capacity - d) / b)
+    S = max(S, 1)
+    while a * (S + 1) ** 2 + b * (S + 1) + d <= capacity:  # the root's rounding, either way
+        S += 1
+    while S > 1 and a * S * S + b * S + d > capacity:
+        S -= 1
+    return S
+
+
 @functools.lru_cache(maxsize=128)
 def card_walls(R: int, H: int, dtype: str = "float32", c: int = CHANNELS,
                cards_gb=CARDS_GB) -> dict[str, dict[int, int]]:
-    """{method: {card GB: largest S whose inputs plus predicted peak fit on the card}}."""
-    return {method: {card: predicted_wall(method, card * GB, R, H, c, DTYPES[dtype])
-                     for card in cards_gb}
-            for method in METHODS}
+    """{method: {card GB: largest S whose inputs plus predicted peak fit on the card}}.
+
+    The same walls as course.memory.predicted_wall, from the exact quadratic of the need alone
+    (predicted_wall confirms on meta, which costs a redraw about half a second).
+    """
+    walls = {}
+    for method in METHODS:
+        a, b, d = need_quadratic(method, R, H, c, DTYPES[dtype])
+        walls[method] = {card: largest_fitting(a, b, d, card * GB) for card in cards_gb}
+    return walls
 
 
 def need_at(S: int, R: int, H: int, dtype: str = "float32", c: int = CHANNELS) -> dict[str, float]:
@@ -76,6 +98,8 @@ def _draw_curves(ax, S: int, R: int, H: int, dtype: str) -> None:
         ax.text(curves["S"][0], card * 1.1, _("{card} GB card").format(card=card), fontsize=7,
                 color="grey")
     ax.axvline(S, color="black", lw=0.8, ls=":")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_minor_locator(NullLocator())  # decades are enough, and minor ticks cost a third
     ax.set(xlabel=_("S (sequences per column)"), ylabel=_("GB needed: inputs + peak (predicted)"),
            ylim=(min(min(curves[m]) for m in METHODS) / 2, max(2000.0, 2 * max(at_S.values()))))
     ax.set_title(_("R = {R} columns, {H} heads of 8 channels, {dtype}: at S = {S:,}").format(
@@ -93,6 +117,7 @@ def _draw_walls(ax, R: int, H: int, dtype: str) -> None:
         for x, value in zip(xs, values):
             ax.text(x, value * 1.15, f"{value:,}", ha="center", fontsize=6, rotation=90)
     ax.set_yscale("log")
+    ax.yaxis.set_minor_locator(NullLocator())
     ax.set_ylim(top=max(walls["global"].values()) * 20)
     ax.set_xticks(range(len(CARDS_GB)), [_("{card} GB").format(card=c) for c in CARDS_GB])
     ax.set(ylabel=_("largest S that fits"))
