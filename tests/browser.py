@@ -532,10 +532,7 @@ def _page_settled(page, quiet: float = 1.5, timeout: float = 60.0) -> bool:
 
 def _settled_fingerprint(page, root, timeout: float = 15.0):
     """The fingerprint once the kernel is idle and it stays the same for half a second, so that
-    late redraws of the previous control are not credited to the next one (on a Voilà page,
-    once the whole page has been still for a moment)."""
-    if page.evaluate("() => window.__coursePanel === undefined"):
-        _page_settled(page)
+    late redraws of the previous control are not credited to the next one."""
     deadline = time.monotonic() + timeout
     last = _fingerprint(page, root)
     while time.monotonic() < deadline:
@@ -582,6 +579,8 @@ def _exercise_widgets(page, roots, widget_cells, result, stem, screenshots, chan
         root = roots.nth(k)
         widget = WidgetResult(index=k + 1, cell=widget_cells[k] if k < len(widget_cells) else -1)
         result.widgets.append(widget)
+        if page.evaluate("() => window.__coursePanel === undefined"):  # Voilà: no idle status
+            _page_settled(page)  # the previous widget's owed redraws land before this one moves
         root.scroll_into_view_if_needed()
         page.wait_for_timeout(200)
         controls = root.locator(", ".join(CONTROL_SELECTORS.values()))  # in page order
