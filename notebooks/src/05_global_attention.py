@@ -19,8 +19,9 @@
 # - count parameters from real modules: 20,608 (plain, gated) vs. 13,440 (global, gated);
 # - measure time and peak memory against S (slopes ≈ 2 and ≈ 1 on log-log axes);
 # - predict the memory of column attention from shapes alone, check the prediction against the
-#   profiler, find where 24/40/80 GB cards run out, compare with a run on a real card (an H200),
-#   and see why chunking the columns helps at inference but not in training.
+#   profiler, find where 24/40/80 GB cards run out (and move the sizes in a widget), compare
+#   with a run on a real card (an H200), and see why chunking the columns helps at inference but
+#   not in training.
 
 # %%
 import course_setup  # noqa: F401  (puts the course on the path, turns on autoreload)
@@ -301,9 +302,7 @@ with torch.no_grad():
 # `nn.Linear(64, 64)` added by hand.
 
 # %%
-def n_parameters(module):
-    return sum(p.numel() for p in module.parameters())
-
+from course.measure import n_parameters  # sum(p.numel() for p in module.parameters())
 
 plain_column = MultiHeadAttention(64, 8, 8, attn_dim=-3)
 global_column = MultiHeadAttention(64, 8, 8, attn_dim=-3, is_global=True)
@@ -472,6 +471,15 @@ plt.show()
 # time push the wall out by a factor of about 8 in S (√(300/4) ≈ 8.7 if only the scores
 # counted; the inputs take their share); global attention leaves only the inputs, linear in S,
 # to fill the card.
+#
+# The widget below draws the same predictions for other sizes: drag S, change the number of
+# columns R, the heads and the precision, and read off where each card runs out (right). At
+# R = 300, 8 heads, float32 it shows the walls of the table above.
+
+# %% tags=["nbval-ignore-output"]
+from course.widgets.lesson05 import memory_explorer
+
+memory_explorer()
 #
 # ### On a real card: grow S until it breaks
 #
