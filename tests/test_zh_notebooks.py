@@ -75,6 +75,35 @@ def test_the_chinese_playground_page_is_written_from_its_source():
         "notebooks/zh/playground.ipynb is stale: run `python -m course.playground --write`")
 
 
+def test_the_chinese_playground_links_each_lesson_to_its_chinese_notebook():
+    """On the Chinese page "出自第 NN 课" opens notebooks/zh/ where the lesson is translated, and an
+    English-only lesson says so; the English page links the English notebooks."""
+    from course.i18n import CHINESE, set_language
+    from course.widgets import playground
+
+    entries = playground.entries()
+    try:
+        set_language(CHINESE)
+        for entry in entries:
+            link, translated = playground.lesson_link(entry), ROOT / "notebooks" / "zh" / entry.notebook
+            assert link.startswith(f"第 {entry.lesson} 课："), link
+            if translated.exists():
+                assert link.count(f"/blob/main/notebooks/zh/{entry.notebook}\"") == 1, link
+                assert f">notebooks/zh/{entry.notebook}</a>" in link and "英文版" not in link, link
+            else:
+                assert f"/blob/main/notebooks/{entry.notebook}\"" in link, link
+                assert link.endswith("（目前只有英文版）"), link
+        lesson02 = next(e for e in entries if e.lesson == "02")
+        assert "出自第 02 课：<a " in playground.header(lesson02).value
+        set_language("en")
+        for entry in entries:
+            link = playground.lesson_link(entry)
+            assert "notebooks/zh/" not in link and "English only" not in link, link
+            assert link.startswith(f"lesson {entry.lesson}: <a "), link
+    finally:
+        set_language(None)
+
+
 def test_lessons_still_to_translate_are_only_the_pending_ones():
     translated = {p.name[:2] for p in ZH_SOURCES}
     english = {p.name[:2] for p in sources()}
