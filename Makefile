@@ -62,9 +62,10 @@ messages: $(STAMP)
 	$(BIN)/python -m course.messages
 	$(BIN)/python -m course.drift
 
-# Re-execute every lesson notebook against the solutions and store the outputs (commit them).
+# Re-execute every lesson notebook against the solutions and store the outputs (commit them);
+# both editions, or the Chinese one alone with LANG=zh.
 notebooks: $(STAMP)
-	$(BIN)/python -m course.build notebooks $(NB)
+	$(BIN)/python -m course.build notebooks $(NB)$(if $(ZH), --lang zh)
 
 # Regenerate the student stubs in exercises/ from solutions/.
 stubs: $(STAMP)

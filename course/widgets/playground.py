@@ -23,7 +23,7 @@ from typing import Callable
 import ipywidgets as widgets
 
 from course import ROOT
-from course.i18n import N_, _
+from course.i18n import ENGLISH, N_, _, language
 
 NOTEBOOKS = ROOT / "notebooks"
 
@@ -131,16 +131,29 @@ def entries() -> list[Entry]:
     return sorted(merged.values(), key=lambda e: (e.lesson, e.target))
 
 
+def notebook_path(entry: Entry) -> str | None:
+    """The lesson's notebook in the page's language: notebooks/zh/NN_topic.ipynb on a Chinese
+    page where the lesson is translated, else the English notebooks/NN_topic.ipynb (or None)."""
+    if entry.notebook is None:
+        return None
+    if language() != ENGLISH and (NOTEBOOKS / "zh" / entry.notebook).exists():
+        return f"notebooks/zh/{entry.notebook}"
+    return f"notebooks/{entry.notebook}"
+
+
 def lesson_link(entry: Entry) -> str:
     """HTML naming the lesson, linking to its notebook on the course's repository."""
     from course.repository import blob_url
 
     lesson = _("lesson {number}").format(number=entry.lesson)
-    if entry.notebook is None:
+    path = notebook_path(entry)
+    if path is None:
         return lesson
-    url = blob_url(f"notebooks/{entry.notebook}")
-    return (f'{lesson}: <a href="{html.escape(url)}" target="_blank">'
-            f"notebooks/{entry.notebook}</a>")
+    anchor = f'<a href="{html.escape(blob_url(path))}" target="_blank">{html.escape(path)}</a>'
+    link = _("{lesson}: {link}").format(lesson=lesson, link=anchor)
+    if language() != ENGLISH and not path.startswith("notebooks/zh/"):
+        link += html.escape(_(" (in English only for now)"))
+    return link
 
 
 def header(entry: Entry) -> widgets.HTML:

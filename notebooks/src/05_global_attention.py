@@ -480,7 +480,8 @@ plt.show()
 from course.widgets.lesson05 import memory_explorer
 
 memory_explorer()
-#
+
+# %% [markdown]
 # ### On a real card: grow S until it breaks
 #
 # On a GPU, `blow_up_cuda` grows S by √2 for each method until `torch.cuda.OutOfMemoryError`

@@ -30,7 +30,7 @@ import course_setup  # noqa: F401  （把课程加入路径，打开 autoreload�
 #
 # 你打开的笔记本已经用参考答案运行过，所以每个检查单元都已显示 `PASS`。你自己运行检查单元时，它检查的是*你的*代码。要一次检查所有练习，在课程文件夹的终端里运行 `make check`：每个练习一行，PASS、带原因的 FAIL，或 TODO。
 #
-# （检查信息、`make check` 的表格和小部件的文字目前还是英文，中文翻译随后提供；`PASS`、`FAIL`、`BLOCKED`、`TODO` 和检查编号在两种语言中始终保持不变。）
+# （检查信息和 `make check` 的表格目前还是英文，中文翻译随后提供；`PASS`、`FAIL`、`BLOCKED`、`TODO` 和检查编号在两种语言中始终保持不变。）
 
 # %% [markdown] en="826aca318975"
 # ## 你的环境

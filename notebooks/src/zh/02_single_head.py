@@ -1,4 +1,4 @@
-# %% [markdown] en="df08e7087536"
+# %% [markdown] en="ccebd0849872"
 # # 第 02 课：单头注意力
 #
 # **先修要求：**第 01 课的 `stable_softmax` 和 `scaled_scores`（`exercises/softmax.py`）：你的注意力会调用它们。
@@ -6,14 +6,12 @@
 # **本课你将**
 # - 把第 01 课的零件组装成 `scaled_dot_product_attention(q, k, v, bias, mask)`，它适用于任意数量的前导批量轴；
 # - 构造因果掩码和填充掩码，并决定一个*一个键也*看不到的查询应该得到什么；
-# - 比较用 −1e8、−inf 和零做掩码的效果，包括在 float16 下；
+# - 比较用 −1e8、−inf 和零做掩码的效果，包括在 float16 下，并在一个小部件里尝试掩码与填充值的每一种组合；
 # - 把你的函数与 PyTorch 的 `torch.nn.functional.scaled_dot_product_attention` 对照检查；
 # - 把它包装成一个带可学习投影的模块：`SingleHeadAttention`。
 
-# %% en="8b48a44a2d82"
+# %% en="d35e1109a130"
 import course_setup  # noqa: F401
-
-import math
 
 import matplotlib.pyplot as plt
 import torch
@@ -136,6 +134,16 @@ fig = heatmaps([plain, causal, padded], [_("no mask"), _("causal mask"), _("padd
 plt.show()
 # 四舍五入：写法不同的正确代码可能在最后一位上与 1 有出入
 print("row sums:", causal.sum(-1).round(decimals=4), padded.sum(-1).round(decimals=4))
+
+# %% [markdown] en="6d5a4eb7bd46"
+# ## 小部件：掩码与整行被掩盖
+#
+# 一个和上面类似的玩具句子（六个词元，q = k = x，固定种子；掩码用的是课程自己的代码，不是你的），本节的每一个选择都对应一个控件：因果掩码、有几个真实词元、填充的查询是否也被掩盖，以及被掩盖的打分填入什么值。勾选"填充的查询什么也看不到"来制造失明的行，再切换填入值：能看到东西的行始终不变，失明的行则变成全零、一行均匀分布或 NaN。
+
+# %% tags=["nbval-ignore-output"] en="f1d8ddefb300"
+from course.widgets.lesson02 import mask_explorer
+
+mask_explorer()
 
 # %% [markdown] en="3f73765f7ab2"
 # ## 与 PyTorch 的答案相同

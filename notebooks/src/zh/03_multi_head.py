@@ -12,18 +12,17 @@
 # - 看看 Q 和 K 上的偏置给打分加了哪些项，其中哪些被 softmax 抵消；
 # - 画出模块的计算图，用小部件试验头的数量，并让同一个模块走 PyTorch 融合的 `scaled_dot_product_attention`。
 
-# %% en="0e851f0ed6d4"
+# %% en="7cba29c2eb03"
 import course_setup  # noqa: F401
 
 import math
-import time
 
-import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from course.checks.inputs import fill_parameters
+from course.measure import best_time, n_parameters
 
 torch.set_printoptions(precision=4, sci_mode=False)
 
@@ -177,7 +176,7 @@ print("N separate heads == joint projection:",
       torch.allclose(loop_result, mha(x), rtol=0, atol=1e-12))
 
 
-# %% [markdown] en="1ba62ffc365f"
+# %% [markdown] en="7c2947bdf34c"
 # ## 多头会增加参数吗？
 #
 # 用 c_in = 256（AlphaFold 的 MSA 宽度）统计真实模块的参数：
@@ -186,13 +185,9 @@ print("N separate heads == joint projection:",
 # - **多头，宽度守恒**：8 个宽度为 c = c_in / 8 = 32 的头（N_head·c = c_in）；
 # - **多头，加宽**：8 个全宽度 c = c_in 的头。
 #
-# 每个投影都是一个 c_in × (N_head·c) 的矩阵，所以当 N_head·c = c_in 时估计为 4·c_in²，当每个头都是全宽度时为 4·N_head·c_in²；另外只多出 `linear_o` 的偏置（c_in 个数）。
+# 每个投影都是一个 c_in × (N_head·c) 的矩阵，所以当 N_head·c = c_in 时估计为 4·c_in²，当每个头都是全宽度时为 4·N_head·c_in²；另外只多出 `linear_o` 的偏置（c_in 个数）。`n_parameters(module)`（来自 `course/measure.py`）就是常见的一行代码 `sum(p.numel() for p in module.parameters())`。
 
-# %% en="ec3e426f4066"
-def n_parameters(module: nn.Module) -> int:
-    return sum(p.numel() for p in module.parameters())
-
-
+# %% en="2f6779e39929"
 c_in = 256
 estimate = 4 * c_in ** 2
 designs = {
@@ -390,20 +385,12 @@ for attn_dim in (-2, -3):
           same(forward_with_fused_attention(module, x, real), module(x, attention_mask=real)))
 
 
-# %% [markdown] en="e3dd6774ddd7"
+# %% [markdown] en="f90899ad79ac"
 # 在这台机器上它快多少？这个单元在三种大小下为两条路径计时（float32，一个 CPU 线程，5 次中最快的一次），只打印比值：绝对时间取决于你的 CPU，而在 GPU 上长序列时的差距要大得多。教学路径把整个 (B, N_head, L, L) 打分张量实际存下来，并在它上面做多遍处理（缩放、掩码、最大值、指数、求和、相除）；融合内核不这样做。在 CPU 上、这么小的尺寸下，比值取决于形状、线程数以及机器上同时还在运行什么，不一定随 L 稳定增长：这个单元会打印这次运行中是否如此。
+#
+# `best_time`（来自 `course/measure.py`）先做一次不计时的预热调用（第一次调用可能要分配内存或选择内核），然后取 5 次中最快的一次：其他程序只会增加时间，不会减少。
 
-# %% tags=["nbval-ignore-output"] en="83cb344d5487"
-def best_time(function, repeats=5):
-    function()  # 预热：第一次调用可能分配内存或选择内核
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
+# %% tags=["nbval-ignore-output"] en="6a378c7bf29b"
 threads = torch.get_num_threads()
 torch.set_num_threads(1)  # 单线程：对两条路径更公平，在繁忙的机器上也更稳定
 ratios = []

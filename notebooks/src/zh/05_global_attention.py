@@ -1,4 +1,4 @@
-# %% [markdown] en="7d0cbbde3b55"
+# %% [markdown] en="089ae98b868c"
 # # 第 05 课：全局注意力，以及列注意力为什么会耗尽内存
 #
 # **先修要求：**第 03 课的 `MultiHeadAttention`（第 05 课扩展它；它属于第 03 课的部分必须先能工作）和第 04 课的玩具 MSA。
@@ -11,7 +11,7 @@
 # - 写出 `masked_mean` 以及你的 `MultiHeadAttention` 的 `is_global` 选项：每列一个平均后的查询，所有查询头共享一个键/值头，缩放 1/√c；
 # - 从真实模块统计参数：20,608（普通，带门控）对 13,440（全局，带门控）；
 # - 测量时间和峰值内存随 S 的变化（在双对数坐标上斜率 ≈ 2 和 ≈ 1）；
-# - 只凭形状预测列注意力的内存，用 profiler 检验预测，找出 24/40/80 GB 的显卡在哪里耗尽内存，与一张真实显卡（H200）上的运行比较，并看清为什么按列分块在推理时有用、在训练时却没用。
+# - 只凭形状预测列注意力的内存，用 profiler 检验预测，找出 24/40/80 GB 的显卡在哪里耗尽内存（并在一个小部件里改变这些尺寸），与一张真实显卡（H200）上的运行比较，并看清为什么按列分块在推理时有用、在训练时却没用。
 
 # %% en="e5c138b0f748"
 import course_setup  # noqa: F401  （把课程加入路径，打开 autoreload）
@@ -240,10 +240,8 @@ with torch.no_grad():
 #
 # AlphaFold2 的 extra MSA 堆栈：c_e = 64 个通道，8 个宽度为 c = 8 的头，带门控。从模块统计，Q/K/V 不带偏置（与 AF2 相同），注意力之前的 LayerNorm 不计入。门控的 `linear_g`（c_in → N_head · c，带偏置）属于第 06 课；这里用手工添加的 `nn.Linear(64, 64)` 代替。
 
-# %% en="c5b17c9775e6"
-def n_parameters(module):
-    return sum(p.numel() for p in module.parameters())
-
+# %% en="6a571b7d1837"
+from course.measure import n_parameters  # sum(p.numel() for p in module.parameters())
 
 plain_column = MultiHeadAttention(64, 8, 8, attn_dim=-3)
 global_column = MultiHeadAttention(64, 8, 8, attn_dim=-3, is_global=True)
@@ -382,9 +380,17 @@ ax.set(xlabel=_("S (sequences)"), ylabel=_("GB needed (inputs + predicted peak)"
 ax.legend()
 plt.show()
 
-# %% [markdown] en="13087c636502"
+# %% [markdown] en="bc4cfc101445"
 # 所有列一次算完时，即使 S = 1024（AlphaFold2 默认的 extra MSA 深度），一层的注意力核心也需要大约 20 GB；S = 5120 需要半个 TB。一次 4 列把墙在 S 上推远了大约 8 倍（如果只算打分，是 √(300/4) ≈ 8.7；输入也要占一份）；全局注意力只剩下随 S 线性增长的输入去填满显卡。
 #
+# 下面的小部件对其他尺寸画出同样的预测：拖动 S，改变列数 R、头数和精度，在右图读出每张显卡在哪里耗尽内存。在 R = 300、8 个头、float32 时，它给出的墙与上表相同。
+
+# %% tags=["nbval-ignore-output"] en="1684c358a0f1"
+from course.widgets.lesson05 import memory_explorer
+
+memory_explorer()
+
+# %% [markdown] en="ca802c7174ca"
 # ### 在真实显卡上：增大 S 直到崩溃
 #
 # 在 GPU 上，`blow_up_cuda` 对每种方法把 S 每次乘以 √2，直到出现 `torch.cuda.OutOfMemoryError`（被捕获），在每个尺寸上记录输入之外的 `torch.cuda.max_memory_allocated`。在线性增长的内存耗尽之前，平方增长的计算量早就超出了任何演示能承受的时间，所以四种方法共享 20 秒的时间预算（在大显卡上），一种方法的下一个尺寸若会超出它那一份时间，就停止增长。下面是这样一次在 NVIDIA H200 上的运行，作为数据记录下来（`data/lesson05/gpu_runs.json`，附有来源说明），旁边是形状给出的预测：圆点是测量值，虚线是在 `meta` 上的预测，叉号标出耗尽内存的那个尺寸；纵轴是这次调用在显卡上需要的全部内存（包括输入），对照显卡的内存容量。

@@ -160,10 +160,8 @@ for gated in (False, True):
 #
 # AF2 的 extra MSA 堆栈：c_e = 64，8 个宽度为 8 的头，带门控；Q/K/V 不带偏置；不计 LayerNorm。第 05 课是手工加上门的；现在它是模块的一部分。
 
-# %% en="761910bf3c5f"
-def n_parameters(module):
-    return sum(p.numel() for p in module.parameters())
-
+# %% en="8382dcedacc7"
+from course.measure import n_parameters  # sum(p.numel() for p in module.parameters())
 
 plain = MultiHeadAttention(64, 8, 8, attn_dim=-3, gated=True)
 global_ = MultiHeadAttention(64, 8, 8, attn_dim=-3, gated=True, is_global=True)
