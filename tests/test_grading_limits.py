@@ -4,7 +4,6 @@ sandboxes of a fixed size and CPU time that show no host path. The whole class i
 tests/test_grading_hostile.py; these tests take seconds."""
 from __future__ import annotations
 
-import io
 import json
 import os
 import pickle
