@@ -87,10 +87,11 @@ def run_hidden(ctx: ClassContext, settings: Settings, files: dict[str, bytes],
     for path in paths.values():
         path.touch()
     box = Sandbox(_layout(ctx, settings, files, paths), settings.unsafe, root, ctx.server)
+    limits = settings.limits("hidden", forked=ctx.server is not None)
     run = supervise(
         lambda rest: box.start([interpreter(), box.p(f"{HIDDEN}/harness.py"),
                                 box.p(f"{HIDDEN}/cases.pt"), box.p(RESULTS),
-                                ",".join(map(str, rest))], settings.limits("hidden")),
+                                ",".join(map(str, rest))], limits),
         [c.index for c in checks], settings.hidden_timeout, deadline, raw / "hidden-output.txt")
     return HiddenRun({c.id: _confirmation(c, run.results.get(c.index), paths[c.index], settings)
                       for c in checks}, run.cpu)

@@ -28,7 +28,7 @@ from course.grading.folders import ClassFolders, UsageError, check_folders, clas
 from course.grading.names import shown
 from course.grading.outdir import OutState, check_names, check_plan, open_out, seed_digest
 from course.grading.prepare import ClassContext, prepare
-from course.grading.records import CheckRecord, ClassInfo, StudentRecord, save_class
+from course.grading.records import CheckRecord, ClassInfo, StudentRecord, load_students, save_class
 from course.grading.render import has, render_class, write_student
 from course.grading.report import fmt, write_gradebook
 from course.grading.sandbox import LIVE, bwrap_problem
@@ -206,9 +206,7 @@ def _graded(folders: ClassFolders, state: OutState, root: Path, settings: Settin
         try:
             records = grade_all(jobs, ctx, settings, state, info, options.jobs)   # 3. grade
         except Stopped:
-            records = dict(state.records)
-            records.update(_saved(state))
-            _render(state, info, records, started, folders, options)
+            _render(state, info, load_students(state.out), started, folders, options)
             raise
         _render(state, info, records, started, folders, options)                  # 4. render
         print(f"graded {len(todo)} submission(s) in {time.monotonic() - started:.1f} s; "
@@ -218,12 +216,6 @@ def _graded(folders: ClassFolders, state: OutState, root: Path, settings: Settin
     finally:
         if ctx.server is not None:
             ctx.server.close()
-
-
-def _saved(state: OutState) -> dict[str, StudentRecord]:
-    from course.grading.records import load_students
-
-    return load_students(state.out)
 
 
 def _render(state: OutState, info: ClassInfo, records: dict[str, StudentRecord], started: float,

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass
 from course.grading.sandbox import MIB, Limits
 
 RESULT_FILE_MIB = 16   # a hidden check's result file (course/grading/untrusted.py reads no more)
+START_CPU = 30         # CPU-seconds a process started from scratch needs for Python and torch
 
 
 @dataclass
@@ -24,13 +25,14 @@ class Settings:
     def cpu(self) -> float:
         return self.cpu_seconds or self.cell_timeout
 
-    def limits(self, kind: str = "cells") -> Limits:
+    def limits(self, kind: str = "cells", forked: bool = True) -> Limits:
         """"cells" and "hidden": one process runs many short items, so a CPU-time limit the
-        size of one item's time limit; "full": one kernel runs a whole notebook."""
+        size of one item's time limit (plus what starting Python and torch costs, for a
+        process that is no copy of the fork server); "full": one kernel runs a notebook."""
         if kind == "full":
             return Limits(self.memory_mib, self.fsize_mib, self.student_timeout)
         fsize = min(self.fsize_mib, RESULT_FILE_MIB) if kind == "hidden" else self.fsize_mib
-        return Limits(self.memory_mib, fsize, self.cpu())
+        return Limits(self.memory_mib, fsize, self.cpu() + (0 if forked else START_CPU))
 
     def tmp_bytes(self) -> int:
         return self.tmp_mib * MIB

@@ -80,10 +80,11 @@ def run_check_cells(ctx: ClassContext, settings: Settings, files: dict[str, byte
     crash or a timeout)."""
     box = Sandbox(course_layout(ctx, settings, files), settings.unsafe, root, ctx.server)
     items = json.loads((ctx.grader / "items.json").read_text())
+    limits = settings.limits("cells", forked=ctx.server is not None)
     run = supervise(
         lambda rest: box.start([interpreter(), box.p(f"{GRADER}/cells.py"),
                                 box.p(f"{GRADER}/items.json"), ",".join(map(str, rest))],
-                               settings.limits("cells")),
+                               limits),
         list(range(len(items))), settings.cell_timeout, deadline, raw / "sandbox-output.txt")
     found = Visible(deadline_hit=run.deadline_hit, cpu=run.cpu)
     for index, item in enumerate(items):

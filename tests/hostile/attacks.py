@@ -113,14 +113,16 @@ sys.stdout.write("x" * 20_000_000)
 # ------------------------------------------------------------------ issue 21: harm the others
 
 # A judge bomb: torch.save replaced, so that every hidden result claims 2**62 elements over a
-# one-element storage (a stride of 0: the file stays about 1.6 kB). The grader must refuse it
-# from its header, never compute on it.
+# one-element storage (a stride of 0: the file stays about 1.6 kB), as its output and as the
+# "inputs modified" flags a grader calls .any() on. The grader must refuse it from its header,
+# never compute on it.
 JUDGE_BOMB = '''
 import torch as _torch
 _save = _torch.save
 def _bomb(obj, f, *args, **kwargs):
     if isinstance(obj, list):  # the harness's results, one record per case
-        obj = [{"outputs": {"output": _torch.zeros(()).expand(2 ** 62)}} for _ in obj]
+        big = _torch.zeros((), dtype=_torch.bool).expand(2 ** 62)
+        obj = [{"outputs": {"output": big, "inputs modified": big}} for _ in obj]
     return _save(obj, f, *args, **kwargs)
 _torch.save = _bomb
 '''
