@@ -278,3 +278,24 @@ def test_private_tmp_does_not_hide_an_environment_under_tmp():
         binds = [i for i in range(len(cmd) - 2)
                  if cmd[i] == "--ro-bind" and cmd[i + 1] == str(root)]
         assert binds and min(binds) > tmpfs, f"{root} is bound before the private /tmp"
+
+
+def test_shards_are_a_deterministic_partition_of_the_class(tmp_path):
+    from course.grading.folders import UsageError, class_folders, parse_shard
+
+    subs = tmp_path / "subs"
+    folders = ["ada", "bob", "cy", "dee", "eve", "Ann Lee", "zed"]
+    for name in folders:
+        (subs / name).mkdir(parents=True)
+    out = tmp_path / "out"
+    shares = [[p.name for p in class_folders(subs, out, shard=parse_shard(f"{k}/3")).chosen]
+              for k in (1, 2, 3)]
+    assert shares == [["Ann Lee", "cy", "zed"], ["ada", "dee"], ["bob", "eve"]]  # sorted, every 3rd
+    assert sorted(sum(shares, [])) == sorted(folders)
+    assert [p.name for p in class_folders(subs, out, ["dee", "ada"], parse_shard("2/3")).chosen] \
+        == ["dee", "ada"]
+    for bad in ("0/3", "4/3", "2", "a/b"):
+        with pytest.raises(UsageError):
+            parse_shard(bad)
+    with pytest.raises(UsageError, match="outside shard 1/3"):
+        class_folders(subs, out, ["ada"], parse_shard("1/3"))

@@ -112,7 +112,7 @@ def run_script(request: dict, out: int, err: int, base_path: list[str]) -> None:
     os.dup2(null, 0)
     os.dup2(out, 1)
     os.dup2(err, 2)
-    os.closerange(3, 1 << 16)
+    os.closerange(3, 2**31 - 1)  # close_range(2): every descriptor but stdio, however many
     os.setsid()
     _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     if request.get("ns_pid"):

@@ -6,6 +6,7 @@ and create none), are validated as untrusted data (course/grading/untrusted.py) 
 here, in the grader's process, against the solutions' outputs."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,7 +58,10 @@ def judge(check: GradedCheck, got: list[dict]) -> Confirmation:
     return Confirmation(True)
 
 
-def _confirmation(check: GradedCheck, outcome, path: Path, settings: Settings) -> Confirmation:
+def _confirmation(check: GradedCheck, outcome, path: Path, settings: Settings,
+                  deadline: float) -> Confirmation:
+    if time.monotonic() >= deadline:  # the student's budget covers the grader's comparison too
+        return Confirmation(False, "not judged: the student's time limit was reached first")
     if outcome is None:
         return Confirmation(False, "the hidden run did not reach this check (the student's time limit)")
     if outcome.timed_out or outcome.cpu_limit:
@@ -93,5 +97,5 @@ def run_hidden(ctx: ClassContext, settings: Settings, files: dict[str, bytes],
                                 box.p(f"{HIDDEN}/cases.pt"), box.p(RESULTS),
                                 ",".join(map(str, rest))], limits),
         [c.index for c in checks], settings.hidden_timeout, deadline, raw / "hidden-output.txt")
-    return HiddenRun({c.id: _confirmation(c, run.results.get(c.index), paths[c.index], settings)
-                      for c in checks}, run.cpu)
+    return HiddenRun({c.id: _confirmation(c, run.results.get(c.index), paths[c.index], settings,
+                                          deadline) for c in checks}, run.cpu)
