@@ -20,7 +20,7 @@ import torch
 
 from course import ROOT
 from course.grading.names import csv_cell, report_name, shown
-from course.grading.sandbox import ExecRunning
+from course.grading.processes import ExecRunning
 from course.grading.supervise import LOG_CAP, supervise
 from course.grading.untrusted import Untrusted, load_results
 
@@ -275,9 +275,9 @@ def select_ready(fd) -> bool:
 
 @pytest.fixture(scope="module")
 def fork_server(tmp_path_factory):
-    from course.grading.sandbox import ForkServer
+    from course.grading.sandbox import fork_server
 
-    server = ForkServer(tmp_path_factory.mktemp("server") / "log.txt")
+    server = fork_server(tmp_path_factory.mktemp("server") / "log.txt")
     assert server.wait_ready()
     yield server
     server.close()

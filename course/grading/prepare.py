@@ -12,7 +12,8 @@ from pathlib import Path
 from course import ROOT
 from course.grading.hidden import confirm as hidden
 from course.grading.plan import Lesson, lesson_plan, load_points, warn_unrun
-from course.grading.sandbox import ForkServer
+from course.grading.processes import ForkServer
+from course.grading.sandbox import fork_server
 from course.grading.settings import Settings
 
 SANDBOX_FILES = ("cells.py", "nbval_plugin.py")  # the grader's files that run inside sandboxes
@@ -101,7 +102,7 @@ def cell_items(plan: list[Lesson], modules: list[str]) -> list[dict]:
 def prepare(root: Path, lessons: list[str] | None, points_file: Path | None, seed: int,
             settings: Settings, fork: bool = True) -> ClassContext:
     """Build the class context under `root` (the run's private working folder)."""
-    server = ForkServer(root / "forkserver.log") if fork and not settings.unsafe else None
+    server = fork_server(root / "forkserver.log") if fork and not settings.unsafe else None
     try:  # the server imports torch meanwhile
         ctx = _context(root, lessons, points_file, seed, server)
     except BaseException:

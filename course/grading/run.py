@@ -31,7 +31,8 @@ from course.grading.prepare import ClassContext, prepare
 from course.grading.records import CheckRecord, ClassInfo, StudentRecord, load_students, save_class
 from course.grading.render import has, render_class, write_student
 from course.grading.report import fmt, write_gradebook
-from course.grading.sandbox import LIVE, bwrap_problem
+from course.grading.processes import LIVE
+from course.grading.sandbox import bwrap_problem
 from course.grading.settings import Settings
 from course.grading.student import Job, collect, grade_student
 

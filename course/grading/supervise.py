@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from course.grading.sandbox import LIVE, Running
+from course.grading.processes import LIVE, Running
 
 MAX_LINE = 1 << 20      # a longer protocol line is dropped
 LOG_CAP = 1 << 20       # bytes of a child's stderr kept in raw/, per run
