@@ -70,8 +70,7 @@ def hidden_entry(check, seed: int) -> tuple[dict, list, list]:
 
 
 def _graded(plan: list[Lesson], points_file: Path | None, seed: int):
-    import torch
-
+    """The gradebook's columns as GradedChecks, and the hidden entries the harness runs."""
     from course.checks import all_checks
 
     columns = [(lesson.number, c) for lesson in plan for c in lesson.checks]
@@ -86,7 +85,7 @@ def _graded(plan: list[Lesson], points_file: Path | None, seed: int):
         checks[check_id] = GradedCheck(check_id, lesson, points[check_id],
                                        registry[check_id].target, len(registry[check_id].cases),
                                        index, cases, expected)
-    return checks, entries, torch
+    return checks, entries
 
 
 def cell_items(plan: list[Lesson], modules: list[str]) -> list[dict]:
@@ -116,13 +115,15 @@ def prepare(root: Path, lessons: list[str] | None, points_file: Path | None, see
 
 
 def _context(root: Path, lessons, points_file, seed: int, server) -> ClassContext:
+    import torch
+
     from course.handout import build
 
     pristine = build(root / "pristine")  # the student release: no solutions/, no grader
     compileall.compile_dir(pristine, quiet=1, workers=1)  # read-only in the sandbox: compile once
     plan = lesson_plan(pristine, lessons)
     warn_unrun(plan)
-    checks, entries, torch = _graded(plan, points_file, seed)
+    checks, entries = _graded(plan, points_file, seed)
     grader, cases = root / "grader", root / "hidden"
     grader.mkdir()
     cases.mkdir()
