@@ -313,3 +313,13 @@ def test_a_spinning_process_is_stopped_by_its_cpu_time(how, tmp_path, request):
     proc, _ = _sandboxed(tmp_path, server, spin, Limits(cpu_seconds=2 if how == "fork" else 8))
     assert proc.poll() in (-signal.SIGXCPU, -signal.SIGKILL) and not proc.killed
     print(f"{how}: stopped after {time.monotonic() - began:.1f} s of wall time")
+
+
+@needs_bwrap
+def test_without_its_fork_server_a_sandbox_starts_by_exec(tmp_path):
+    from course.grading.sandbox import fork_server
+
+    server = fork_server(tmp_path / "log.txt")
+    server.close()  # as if it had died during the run
+    proc, reports = _sandboxed(tmp_path, server)
+    assert proc.poll() == 0 and len(reports) == 1 and not server.alive

@@ -152,7 +152,7 @@ class ForkServer:
                 stdout=subprocess.DEVNULL, stderr=errors, start_new_session=True,
                 preexec_fn=die_with_parent)
         theirs.close()
-        self.socket, self.lock, self.ready = ours, threading.Lock(), False
+        self.socket, self.lock, self.ready, self.alive = ours, threading.Lock(), False, True
 
     def wait_ready(self, timeout: float = 300) -> bool:
         """Whether the server has imported torch and waits for requests."""
@@ -166,6 +166,10 @@ class ForkServer:
         try:
             with self.lock:
                 socket.send_fds(self.socket, [json.dumps(request).encode()], [out, err, status_w])
+        except OSError:
+            self.alive = False  # the server is gone: the grader goes on without it
+            os.close(status_r)
+            raise
         finally:
             os.close(status_w)
         return status_r

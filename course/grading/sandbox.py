@@ -30,12 +30,13 @@ import resource
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from course.grading.processes import LIVE, ExecRunning, ForkRunning, ForkServer, Running, kill_group
 
 MIB = 1024 * 1024
+START_CPU = 30   # CPU-seconds a process started from scratch needs for Python and torch
 FIX = "install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`)"
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "nsswitch.conf", "passwd", "group",
              "localtime", "hosts", "fonts", "ssl/certs", "mime.types")
@@ -219,9 +220,16 @@ class Sandbox:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         try:
-            if self.server is not None and not self.unsafe:
-                running = self._fork(argv, limits, out_r, out_w, err_r, err_w)
-            else:
+            running = None
+            if self.server is not None and self.server.alive and not self.unsafe:
+                try:
+                    running = self._fork(argv, limits, out_r, out_w, err_r, err_w)
+                except OSError:
+                    if self.server.alive:  # the sandbox failed, not the server
+                        raise
+                    limits = replace(limits, cpu_seconds=limits.cpu_seconds and
+                                     limits.cpu_seconds + START_CPU)
+            if running is None:
                 running = self._exec(argv, limits, out_r, out_w, err_r, err_w)
         except BaseException:
             os.close(out_r)

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from course.grading.sandbox import MIB, Limits
+from course.grading.sandbox import MIB, START_CPU, Limits
 
 RESULT_FILE_MIB = 16   # a hidden check's result file (course/grading/untrusted.py reads no more)
-START_CPU = 30         # CPU-seconds a process started from scratch needs for Python and torch
 
 
 @dataclass
