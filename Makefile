@@ -77,12 +77,15 @@ reference: $(STAMP)
 
 # Grade a class: every subfolder of SUBMISSIONS is one student's exercises/ (or course copy).
 # Optional: JOBS=2 (students in parallel), LESSONS=00-02 (a subset), FULL=1 (every notebook cell
-# under strict nbval, slow), UNSAFE=1 (no bubblewrap sandbox; every report says so).
+# under strict nbval, slow), UNSAFE=1 (no bubblewrap sandbox; every report says so),
+# STUDENTS="ada bob" (regrade those folders into an existing OUT), SHARD=K/N (a share of the
+# class, into its own OUT), ROSTER=roster.csv and PER_LESSON=1 (LMS files), SEED_FILE=<file>.
+# Into an OUT that holds a class, it grades what OUT lacks (a stopped run resumes).
 # See docs/instructors.md.
 grade: $(STAMP)
 	@if [ -z "$(strip $(SUBMISSIONS))" ] || [ -z "$(strip $(OUT))" ]; then \
-	  echo "usage: make grade SUBMISSIONS=<dir> OUT=<dir> [JOBS=n] [LESSONS=00-02] [FULL=1]" >&2; exit 2; fi
-	$(BIN)/python -m course.grading --submissions "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(LESSONS),--lessons $(LESSONS)) $(if $(FULL),--full) $(if $(UNSAFE),--unsafe-no-sandbox)
+	  echo "usage: make grade SUBMISSIONS=<dir> OUT=<dir> [JOBS=n] [LESSONS=00-02] [FULL=1] [STUDENTS=\"ada bob\"] [SHARD=K/N] [ROSTER=roster.csv [PER_LESSON=1]] [SEED_FILE=<file>]" >&2; exit 2; fi
+	$(BIN)/python -m course.grading --submissions "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(LESSONS),--lessons $(LESSONS)) $(if $(FULL),--full) $(if $(UNSAFE),--unsafe-no-sandbox) $(if $(STUDENTS),--students $(STUDENTS)) $(if $(SHARD),--shard $(SHARD)) $(if $(ROSTER),--roster "$(ROSTER)") $(if $(PER_LESSON),--per-lesson) $(if $(SEED_FILE),--seed-file "$(SEED_FILE)")
 
 # Merge the OUT folders of a class graded in shards (make grade ... SHARD=K/N) into one OUT:
 # the gradebook, reports and feedback of one run. Optional: ROSTER=roster.csv (Canvas and Moodle
