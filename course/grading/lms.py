@@ -48,6 +48,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from course.grading.names import csv_cell, shown
 from course.grading.records import ClassInfo, StudentRecord, atomic_write
 
 LMS_DIR = "lms"
@@ -58,7 +59,6 @@ _HEADER_ALIASES = {"folder": "folder", "submissionfolder": "folder", "lmsid": "l
                    "fullname": "name", "student": "name", "section": "section"}
 # cells starting with these are formulas to Excel, LibreOffice or Google Sheets (OWASP lists
 # = + - @ tab and carriage return; the full-width forms and a line feed are read the same way)
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 CANVAS_STUDENT_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MOODLE_STUDENT_COLUMNS = ["Email address", "ID number", "Full name", "Section"]
 
@@ -86,18 +86,6 @@ class LmsFiles:
     unknown: list[str] = field(default_factory=list)    # graded folders not in the roster
     no_email: list[str] = field(default_factory=list)   # roster folders Moodle cannot match by email
     not_ok: list[str] = field(default_factory=list)     # "folder (status)" of graded students
-
-
-def safe_cell(text) -> str:
-    """`text` as a CSV cell no spreadsheet runs as a formula (OWASP: a leading single quote)."""
-    text = str(text)
-    return "'" + text if text.startswith(_FORMULA_START) else text
-
-
-def printable(text: str) -> str:
-    """`text` for a terminal: control characters escaped, so a folder name cannot move the
-    cursor, clear the screen or hide itself."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(text))
 
 
 def folder_key(name: str) -> str:
@@ -156,7 +144,7 @@ def _entries(path: Path, rows: list[list[str]], columns: dict[str, int]) -> list
             value = folder_key(getattr(entry, key))
             if value and (key, value) in seen:
                 raise RosterError(f"{path.name}, lines {seen[key, value]} and {number}: the same "
-                                  f"{key} {printable(value)!r} twice")
+                                  f"{key} {shown(value)!r} twice")
             seen[key, value] = number
         entries.append(entry)
     return entries
@@ -204,8 +192,8 @@ def canvas_csv(info: ClassInfo, roster: list[RosterEntry], graded: dict[str, Stu
     for entry in roster:
         cells, _ = _scores(info, graded.get(folder_key(entry.folder)), lessons, per_lesson)
         # SIS User ID stays empty: Canvas matches the ID column first, the login (email) next
-        rows.append([safe_cell(entry.name or entry.folder), safe_cell(entry.lms_id), "",
-                     safe_cell(entry.email), safe_cell(entry.section)] + cells)
+        rows.append([csv_cell(entry.name or entry.folder), csv_cell(entry.lms_id), "",
+                     csv_cell(entry.email), csv_cell(entry.section)] + cells)
     return _csv(rows)
 
 
@@ -217,8 +205,8 @@ def moodle_csv(info: ClassInfo, roster: list[RosterEntry], graded: dict[str, Stu
     rows = [MOODLE_STUDENT_COLUMNS + _score_headers(info, per_lesson, title)]
     for entry in roster:
         cells, _ = _scores(info, graded.get(folder_key(entry.folder)), lessons, per_lesson)
-        rows.append([safe_cell(entry.email), safe_cell(entry.lms_id),
-                     safe_cell(entry.name or entry.folder), safe_cell(entry.section)] + cells)
+        rows.append([csv_cell(entry.email), csv_cell(entry.lms_id),
+                     csv_cell(entry.name or entry.folder), csv_cell(entry.section)] + cells)
     return _csv(rows)
 
 
@@ -242,10 +230,10 @@ def check_roster(roster: list[RosterEntry], records: list[StudentRecord], files:
 
 def summary_text(files: LmsFiles, roster_path: Path, n_roster: int, n_graded: int) -> str:
     def section(title: str, items: list[str]) -> list[str]:
-        return ["", f"## {title}: {len(items)}", ""] + [f"- `{printable(i)}`" for i in items]
+        return ["", f"## {title}: {len(items)}", ""] + [f"- `{shown(i)}`" for i in items]
 
     lines = ["# LMS files: what to check before importing", "",
-             f"Roster `{printable(Path(roster_path).name)}`: {n_roster} students; graded "
+             f"Roster `{shown(Path(roster_path).name)}`: {n_roster} students; graded "
              f"folders: {n_graded}. `canvas.csv` and `moodle.csv` have one row per roster student."]
     lines += section("In the roster without a submission (0 points in both files)", files.missing)
     lines += section("Graded but not in the roster (in neither file: add them to the roster and "
@@ -276,6 +264,6 @@ def write_lms(out: Path, info: ClassInfo, records, roster_path: Path | None,
     for label, items in (("in the roster, no submission (0 points)", files.missing),
                          ("graded, not in the roster (left out of the LMS files)", files.unknown)):
         if items:
-            print(f"lms: {len(items)} {label}: " + ", ".join(printable(i) for i in items),
+            print(f"lms: {len(items)} {label}: " + ", ".join(shown(i) for i in items),
                   file=sys.stderr)
     return files

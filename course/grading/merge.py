@@ -20,16 +20,18 @@ import sys
 from pathlib import Path
 
 from course.grading import records as rec
-from course.grading.feedback import FEEDBACK_DIR, write_feedback
-from course.grading.lms import LMS_DIR, RosterError, printable, read_roster, write_lms
-from course.grading.records import ClassInfo, StudentRecord, atomic_write
+from course.grading import outdir
+from course.grading.feedback import FEEDBACK_DIR
+from course.grading.lms import LMS_DIR, RosterError, read_roster
+from course.grading.names import shown
+from course.grading.records import ClassInfo, StudentRecord
+from course.grading.render import render_class
 
 MARKER = ".merged"       # lets a later merge replace an OUT that a merge wrote
 RENDERED = ("gradebook.csv", "results.json", rec.CLASS_FILE)
 COPIED_DIRS = (rec.STUDENTS_DIR, "reports", "raw", FEEDBACK_DIR, LMS_DIR)
 # what may differ between the shards of one class: how each run was started, not how it graded
-PER_RUN = {"shard", "students", "jobs", "keep", "workdir", "roster", "per_lesson", "seconds",
-           "started", "finished", "progress"}
+PER_RUN = outdir.PER_RUN | {"seconds", "started", "finished", "progress"}
 SHARD_ONLY = {"shard", "students"}  # true of one part, not of the merged class: left out of OUT
 
 
@@ -81,11 +83,11 @@ def check_disjoint(loaded) -> list[StudentRecord]:
     for part, _, students in loaded:
         for record in students.values():
             if record.student in by_student:
-                twice.append(f"{printable(record.student)!r} ({by_student[record.student]} and {part})")
+                twice.append(f"{shown(record.student)!r} ({by_student[record.student]} and {part})")
             elif by_report.get(record.report_name, record.student) != record.student:
                 raise MergeError(f"two students share the report name {record.report_name!r}: "
-                                 f"{printable(by_report[record.report_name])!r} and "
-                                 f"{printable(record.student)!r}")
+                                 f"{shown(by_report[record.report_name])!r} and "
+                                 f"{shown(record.student)!r}")
             by_student[record.student] = part
             by_report[record.report_name] = record.student
     if twice:
@@ -137,28 +139,6 @@ def _part_results(part: Path) -> dict:
         return {}
 
 
-def render_class(out: Path, info: ClassInfo, records: list[StudentRecord], parts: list[Path],
-                 roster: Path | None = None, per_lesson: bool = False) -> None:
-    """What is rendered for the whole class from its records: gradebook, results, feedback, LMS.
-
-    The same steps as the grader's own render after a one-machine run (gradebook.csv through
-    course.grading.report, then write_feedback and write_lms); once the core has one render
-    function for both, this calls it."""
-    from course.grading.report import write_gradebook
-
-    write_gradebook(out, info.checks, records)
-    runs = [_part_results(p) for p in parts]
-    atomic_write(out / "results.json", json.dumps({
-        "lessons": info.lessons, "checks": info.checks, "points": info.points,
-        "seconds": max((r.get("seconds", 0) for r in runs), default=0),
-        "jobs": runs[0].get("jobs") if runs else None, "sandbox": info.sandbox,
-        "settings": info.settings, "skipped": sorted({s for r in runs for s in r.get("skipped", [])}),
-        "merged_from": [str(p) for p in parts],
-        "students": [r.to_json() for r in records]}, indent=1, ensure_ascii=False))
-    write_feedback(out, info, records)
-    write_lms(out, info, records, roster, per_lesson)
-
-
 def merge(parts, out, roster: Path | None = None, per_lesson: bool = False) -> list[StudentRecord]:
     """Merge the OUTs `parts` into `out`; return the class's records (sorted by folder)."""
     parts = [Path(p).resolve() for p in parts]
@@ -176,7 +156,12 @@ def merge(parts, out, roster: Path | None = None, per_lesson: bool = False) -> l
     info = loaded[0][1]
     info.settings = {k: v for k, v in (info.settings or {}).items() if k not in SHARD_ONLY}
     rec.save_class(out, info)
-    render_class(out, info, records, parts, roster, per_lesson)
+    runs = [_part_results(p) for p in parts]
+    render_class(out, info, records, {
+        "seconds": max((r.get("seconds", 0) for r in runs), default=0),
+        "jobs": runs[0].get("jobs") if runs else None,
+        "skipped": sorted({s for r in runs for s in r.get("skipped", [])}),
+        "merged_from": [str(p) for p in parts]}, roster, per_lesson)
     return records
 
 

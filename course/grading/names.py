@@ -25,7 +25,8 @@ CLEAN = re.compile(r"[^\w.-]")
 MAX_STEM = 80
 HASH_HEX = 12
 # OWASP CSV Injection: cells starting with these are formulas in Excel, LibreOffice, Sheets
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n")
+# OWASP "CSV injection": what a spreadsheet may run as a formula (full-width forms too)
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 
 
 def _digest(name: str) -> str:

@@ -3,26 +3,20 @@ soon as the student is graded; for the class, the gradebook after every student,
 results.json, the feedback to hand back and the LMS files.
 
 `render_class` is the one place where the LMS and feedback writers (course/grading/lms.py,
-course/grading/feedback.py) are called, when this copy of the grader has them; a merge of
-shards renders through the same function.
+course/grading/feedback.py) are called; a merge of shards renders through the same function.
 """
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 from pathlib import Path
 
 from course.grading import records as rec
+from course.grading.feedback import write_feedback
+from course.grading.lms import write_lms
 from course.grading.records import ClassInfo, StudentRecord, atomic_write
 from course.grading.report import report_text, write_gradebook
 
 REPORTS_DIR = "reports"
-
-
-def has(module: str) -> bool:
-    """Whether this copy of the grader has course/grading/<module>.py."""
-    return importlib.util.find_spec(f"course.grading.{module}") is not None
 
 
 def write_student(out: Path, record: StudentRecord, limits_line: str) -> None:
@@ -47,11 +41,9 @@ def render_class(out: Path, info: ClassInfo, records: list[StudentRecord], run: 
     write_gradebook(out, info.checks, records)
     write_results(out, info, records, run)
     written = ["results.json"]
-    if has("feedback"):
-        importlib.import_module("course.grading.feedback").write_feedback(out, info, records)
-        written.append("feedback/")
+    write_feedback(out, info, records)
+    written.append("feedback/")
     if roster is not None:
-        importlib.import_module("course.grading.lms").write_lms(out, info, records, roster,
-                                                               per_lesson)
+        write_lms(out, info, records, roster, per_lesson)
         written.append("lms/")
     return written
