@@ -4,7 +4,7 @@ The trap this lesson's checks are built against: a check whose cases never exerc
 lets a student who forgot it pass. Here the gate's weights come from `fill_parameters` (random),
 so a gated module computes something else than an ungated one, and targeted probes come first:
 the gate is applied at all, before linear_o, through a sigmoid, from the input x. The mutation
-suite (tests/mutants_l05_06.py) proves each probe catches its bug.
+suite (tests/mutants/lesson05.py, lesson06.py) proves each probe catches its bug.
 """
 from __future__ import annotations
 

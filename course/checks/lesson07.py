@@ -6,7 +6,7 @@ shapes, leading batch axes, a gradient case for modules with parameters) and add
 behaviour that need no reference: RoPE scores depend on i - j only, the block is causal, padded
 encoder positions are invisible (the engine itself fails a call that changes its inputs in
 place). Cases are ordered so that the first one a classic bug fails names that bug
-(tests/mutants_l07.py proves it).
+(tests/mutants/lesson07.py proves it).
 """
 from __future__ import annotations
 

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from course.checks.core import Check
+
+PACKAGE = "course.checks"  # the lessonNN.py modules beside this file
 
 # old id -> current id (lesson 08's checks were numbered 07 before the course had lesson 07)
 ALIASES = {
@@ -28,14 +31,13 @@ def canonical(check_id: str) -> str:
 
 def _walk() -> tuple[tuple[str, str, "Check"], ...]:
     """(module name, attribute name, Check) for every Check in course/checks/lesson*.py."""
-    import course.checks as package
     from course.checks.core import Check
 
     found = []
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+    for info in sorted(pkgutil.iter_modules([str(Path(__file__).parent)]), key=lambda m: m.name):
         if not info.name.startswith("lesson"):
             continue
-        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        module = importlib.import_module(f"{PACKAGE}.{info.name}")
         for name, value in vars(module).items():
             if isinstance(value, Check):
                 found.append((info.name, name, value))

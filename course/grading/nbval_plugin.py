@@ -16,6 +16,7 @@ import re
 import pytest
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+SECTION = re.compile(r"^([A-Za-z_][\w.]*)\s+Traceback \(most recent call last\)")
 _log = None
 
 
@@ -36,6 +37,21 @@ def _clip(text: str, limit: int = 4000) -> str:
     return text if len(text) <= limit else text[: limit // 2] + "\n...\n" + text[-limit // 2:]
 
 
+def raised(traceback: list[str]) -> list[list[str]]:
+    """[[type name, first line of its message]] of every exception in an error output's
+    traceback (IPython prints a chain as sections that each start "Name  Traceback ...")."""
+    lines = ANSI.sub("", "\n".join(traceback)).splitlines()
+    found = []
+    for number, line in enumerate(lines):
+        section = SECTION.match(line)
+        if section:
+            name = section[1]
+            message = next((rest[len(name) + 1:].strip() for rest in lines[number + 1:]
+                            if rest.startswith(f"{name}:") or SECTION.match(rest)), "")
+            found.append([name.rsplit(".", 1)[-1], message[:300]])
+    return found[-8:]
+
+
 def _outputs(item) -> list[dict]:
     found = []
     for out in getattr(item, "test_outputs", None) or []:
@@ -45,7 +61,8 @@ def _outputs(item) -> list[dict]:
         elif kind == "error":
             found.append({"type": "error", "ename": out.get("ename", ""),
                           "evalue": _clip(str(out.get("evalue", ""))),
-                          "traceback": _clip("\n".join(out.get("traceback", [])[-3:]))})
+                          "traceback": _clip("\n".join(out.get("traceback", [])[-3:])),
+                          "raised": raised(out.get("traceback", []))})
         elif kind in ("display_data", "execute_result"):
             text = out.get("data", {}).get("text/plain", "")
             found.append({"type": kind, "text": _clip(text if isinstance(text, str) else "".join(text))})

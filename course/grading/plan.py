@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from course import ROOT
-from course.checks.registry import all_checks, by_function_name, canonical
+from course.checks.registry import ALIASES, all_checks, by_function_name, canonical
 from course.grading.cells import setup_source
 
 POINTS_FILE = ROOT / "course" / "grading" / "points.toml"
@@ -89,20 +89,33 @@ def lesson_plan(course_dir: Path, lessons: list[str] | None = None) -> list[Less
     return plan
 
 
+class PointsError(SystemExit):
+    """A points file that cannot be used as it is."""
+
+
 def load_points(check_ids: list[str], path: Path | None = None) -> dict[str, float]:
-    """Points per check from the TOML file: `default = 1` and a [points] table of id = points."""
+    """Points per check from the TOML file: `default = 1` and a [points] table of id = points.
+
+    A key that is no check's id (nor an old id kept in course/checks/registry.py's ALIASES) is
+    an error that lists the ids: a typo would otherwise silently leave a check at the default."""
     import tomllib
 
     path = POINTS_FILE if path is None else Path(path)
     config = tomllib.loads(path.read_text()) if path.exists() else {}
     default = float(config.get("default", 1))
+    known = set(all_checks())
+    unknown = sorted(str(k) for k in config.get("points", {}) if canonical(str(k)) not in known)
+    if unknown:
+        raise PointsError(f"{path}: no check is called {', '.join(map(repr, unknown))}. The "
+                          f"checks are: {', '.join(sorted(known))} (and the old ids "
+                          f"{', '.join(sorted(ALIASES))})")
     table = {canonical(str(k)): float(v) for k, v in config.get("points", {}).items()}
     for check_id, value in table.items():
         if value < 0:
-            raise SystemExit(f"{path}: negative points for {check_id}")
+            raise PointsError(f"{path}: negative points for {check_id}")
         if check_id not in check_ids:
-            print(f"note: {path.name} gives points to {check_id}, which no graded check cell runs",
-                  file=sys.stderr)
+            print(f"note: {path.name} gives points to {check_id}, which is not graded in this "
+                  "run (its lesson is not among the chosen ones)", file=sys.stderr)
     return {check_id: table.get(check_id, default) for check_id in check_ids}
 
 

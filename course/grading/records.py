@@ -17,6 +17,7 @@ from pathlib import Path
 
 STUDENTS_DIR = "students"
 CLASS_FILE = "class.json"
+SEED_FILE = ".seed"          # the run's secret seed, owner-only: regrades and shards reuse it
 
 
 @dataclass
@@ -49,6 +50,7 @@ class StudentRecord:
     other_failed_cells: list[str] = field(default_factory=list)
     seconds: float = 0.0
     unsafe: bool = False
+    submission_digest: str = ""  # a hash of the files graded: tells a changed submission
 
     def to_json(self) -> dict:
         return asdict(self)
