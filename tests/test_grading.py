@@ -299,3 +299,60 @@ def test_shards_are_a_deterministic_partition_of_the_class(tmp_path):
             parse_shard(bad)
     with pytest.raises(UsageError, match="outside shard 1/3"):
         class_folders(subs, out, ["ada"], parse_shard("1/3"))
+
+
+# ------------------------------------------------------------ one bug is charged once
+
+def test_the_public_seed_is_refused():
+    from course.confirm.public import PUBLIC_SEED
+    from course.grading.outdir import OutError, check_seed
+
+    with pytest.raises(OutError, match="public"):
+        check_seed(PUBLIC_SEED)
+    check_seed(PUBLIC_SEED + 1)
+
+
+def test_an_isolated_entry_holds_only_the_failing_exercises_calls():
+    """The call tables hold the reference's outputs: a sandbox gets those of the exercises that
+    fail for this student and no others (a passing one is never answered for it)."""
+    from course.grading.hidden_run import isolated_entry
+    from course.grading.prepare import _graded
+    from course.grading.plan import lesson_plan
+
+    checks, entries = _graded(lesson_plan(ROOT, ["01", "02"]), None, 7)
+    assert all("calls" not in entry for entry in entries)  # the first pass: no tables at all
+    weights = checks["02.attention_weights"]
+    assert set(weights.uses) == {"01.scaled_scores", "01.stable_softmax"}
+    assert isolated_entry(weights, set()) is None
+    assert isolated_entry(weights, {"00.batched_dot"}) is None
+    entry, blockers = isolated_entry(weights, {"01.scaled_scores"})
+    assert blockers == ["01.scaled_scores"] and entry["stand_ins"] == ["softmax:scaled_scores"]
+    assert entry["cases"] is weights.cases
+    targets = {call["target"] for table in entry["calls"] for call in table}
+    assert targets == {"softmax:scaled_scores"}
+
+
+@needs_bwrap
+def test_one_upstream_bug_costs_one_point(tmp_path):
+    """Issue 20: scaled_scores without / sqrt(c) loses 01.scaled_scores only; every lesson-02
+    exercise that calls it is right, so it earns its points (confirmed on hidden inputs with the
+    reference's scaled_scores in its place), and the report says so."""
+    subs = _one_perfect_student(tmp_path)
+    softmax = subs / "ada" / "exercises" / "softmax.py"
+    source = softmax.read_text()
+    assert source.count("q @ k.transpose(-2, -1) / math.sqrt(c)") == 1
+    softmax.write_text(source.replace("q @ k.transpose(-2, -1) / math.sqrt(c)",
+                                      "q @ k.transpose(-2, -1)"))
+    out = tmp_path / "out"
+    done = grade(subs, out, "--lessons", "01-02")
+    assert done.returncode == 0, done.stderr
+    import csv
+    import json
+
+    row = next(csv.DictReader((out / "gradebook.csv").open()))
+    lost = [c for c, v in row.items() if c[:2] in {"01", "02"} and v != "1"]
+    assert lost == ["01.scaled_scores"], row
+    record = json.loads(next((out / "students").glob("*.json")).read_text())
+    by_id = {c["id"]: c for c in record["checks"]}
+    assert by_id["02.attention_weights"]["blocked_by"] == ["01.scaled_scores"]
+    assert by_id["02.attention_weights"]["confirmed"] is True

@@ -66,3 +66,21 @@ def by_function_name() -> dict[str, dict[str, "Check"]]:
         if name.startswith("check_"):
             names.setdefault(name, {})[check.lesson] = check
     return names
+
+
+def learner_texts() -> list[str]:
+    """Every hint a check can show that its lesson module writes as a plain string (the cases'
+    hints and shape hints, tag hints, transposed hints), each once: what a catalog of the
+    learner's language needs beside the N_() strings of the engine. The engine translates them
+    with `_()` when it builds a message."""
+    found: dict[str, None] = {}
+    for check in all_checks().values():
+        for case in check.cases:
+            for text in (case.hint, case.shape_hint):
+                if text:
+                    found[text] = None
+        for text in list(check.tag_hints.values()) + [check.transposed_hint] + [
+                hint for _, _, hint in check.error_hints]:
+            if text:
+                found[text] = None
+    return list(found)

@@ -67,6 +67,11 @@ def _points(check: CheckRecord) -> str:
 def check_lines(check: CheckRecord) -> list[str]:
     """What the student reads about one check."""
     head = f"- `{check.id}`: {_points(check)}"
+    if check.passed and check.blocked_by:
+        blockers = ", ".join(f"`{b}`" for b in check.blocked_by)
+        return [f"{head}: PASS " + _("(right on its own: the notebook's cases and the hidden "
+                                     "inputs, with the reference's {checks} in place of yours, "
+                                     "which fails)").format(checks=blockers)]
     if check.passed:
         return [f"{head}: PASS " + _("(the notebook's cases and the hidden inputs)")]
     if check.blocked_by:

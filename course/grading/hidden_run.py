@@ -19,6 +19,7 @@ from course.grading.supervise import supervise
 from course.grading.untrusted import Untrusted, load_results
 
 SUB, HIDDEN, RESULTS = "/sub", "/hidden", "/results"
+ISOLATED = "/tmp/cases-isolated.pt"  # the second pass's entries (with call tables)
 HARNESS_LOG = "student-output.txt"  # where the harness sends the student's printing: discarded
 
 
@@ -37,13 +38,15 @@ class Confirmation:
 
 
 def _layout(ctx: ClassContext, settings: Settings, files: dict[str, bytes],
-            results: dict[int, Path]) -> Layout:
-    exercises = {**ctx.stubs, **files}
+            results: dict[int, Path], isolated: bytes | None = None) -> Layout:
+    exercises = {f"{SUB}/exercises/{name}": data for name, data in {**ctx.stubs, **files}.items()}
+    if isolated is not None:
+        exercises[ISOLATED] = isolated
     return Layout(
         tmpfs={"/tmp": settings.tmp_bytes(), SUB: settings.tmp_bytes(), RESULTS: 1 << 20},
         ro={HIDDEN: ctx.hidden}, discard=[f"{RESULTS}/{HARNESS_LOG}"],
         rw={f"{RESULTS}/{index}.pt": path for index, path in results.items()},
-        files={f"{SUB}/exercises/{name}": data for name, data in exercises.items()},
+        files=exercises,
         env={"PYTHONPATH": SUB}, cwd=SUB)
 
 
@@ -78,24 +81,55 @@ def _confirmation(check: GradedCheck, outcome, path: Path, settings: Settings,
     return judge(check, got)
 
 
+def isolated_entry(check: GradedCheck, failing: set[str]) -> tuple[dict, list[str]] | None:
+    """`check`'s entry judged without the exercises it calls that fail for this student: only
+    their calls are answered from the reference's recorded tables (those tables hold the
+    reference's outputs, so a passing exercise is never handed in); None where none fails."""
+    blockers = [c for c in check.uses if c in failing]
+    if check.isolated is None or not blockers:
+        return None
+    targets = {t for c in blockers for t in check.uses[c]} & set(check.isolated["stand_ins"])
+    if not targets:
+        return None
+    calls = [[call for call in table if call["target"] in targets]
+             for table in check.isolated["calls"]]
+    return ({"target": check.target, "cases": check.cases, "stand_ins": sorted(targets),
+             "calls": calls}, blockers)
+
+
+def _isolated_cases(ctx: ClassContext, entries: dict[int, dict]) -> bytes:
+    import io
+
+    import torch
+
+    every = [entries.get(c.index, {"target": c.target, "cases": []}) for c in ctx.checks.values()]
+    buffer = io.BytesIO()
+    torch.save(every, buffer)
+    return buffer.getvalue()
+
+
 def run_hidden(ctx: ClassContext, settings: Settings, files: dict[str, bytes],
                check_ids: list[str], deadline: float, scratch: Path, raw: Path,
-               root: Path) -> HiddenRun:
-    """Each of `check_ids`' confirmation."""
+               root: Path, isolated: dict[str, dict] | None = None) -> HiddenRun:
+    """Each of `check_ids`' confirmation; with `isolated` (check id -> its isolated_entry), the
+    second pass, where those checks run with the stand-ins their entries carry."""
     if not check_ids:
         return HiddenRun({})
     checks = [ctx.checks[c] for c in check_ids]
-    folder = scratch / "results"
+    folder = scratch / ("results-isolated" if isolated else "results")
     folder.mkdir(parents=True, exist_ok=True)
     paths = {c.index: folder / f"{c.index}.pt" for c in checks}
     for path in paths.values():
         path.touch()
-    box = Sandbox(_layout(ctx, settings, files, paths), settings.unsafe, root, ctx.server)
+    extra = None if not isolated else _isolated_cases(
+        ctx, {ctx.checks[c].index: entry for c, entry in isolated.items()})
+    box = Sandbox(_layout(ctx, settings, files, paths, extra), settings.unsafe, root, ctx.server)
     limits = settings.limits("hidden", forked=ctx.server is not None)
+    cases = ISOLATED if isolated else f"{HIDDEN}/cases.pt"
+    log = raw / ("hidden-isolated-output.txt" if isolated else "hidden-output.txt")
     run = supervise(
-        lambda rest: box.start([interpreter(), box.p(f"{HIDDEN}/harness.py"),
-                                box.p(f"{HIDDEN}/cases.pt"), box.p(RESULTS),
-                                ",".join(map(str, rest))], limits),
-        [c.index for c in checks], settings.hidden_timeout, deadline, raw / "hidden-output.txt")
+        lambda rest: box.start([interpreter(), box.p(f"{HIDDEN}/harness.py"), box.p(cases),
+                                box.p(RESULTS), ",".join(map(str, rest))], limits),
+        [c.index for c in checks], settings.hidden_timeout, deadline, log)
     return HiddenRun({c.id: _confirmation(c, run.results.get(c.index), paths[c.index], settings,
                                           deadline) for c in checks}, run.cpu)

@@ -14,6 +14,7 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from course.confirm.public import PUBLIC_SEED
 from course.grading import records as rec
 from course.grading.records import ClassInfo, StudentRecord
 
@@ -35,6 +36,9 @@ def check_seed(seed: int) -> None:
     """Refuse a seed that is no secret (the public seed of `make check HIDDEN=1` belongs here)."""
     if not 0 <= seed < 2**63:
         raise OutError(f"the seed must be an integer from 0 to 2**63 - 1, not {seed}")
+    if seed == PUBLIC_SEED:
+        raise OutError(f"the seed {seed} is the public one of `make check HIDDEN=1` (its cases and "
+                       "outputs ship with the course): choose another, or let the grader draw one")
 
 
 def read_seed_file(path: Path) -> int:

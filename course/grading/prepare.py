@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from course import ROOT
+from course.checks import depends
+from course.confirm import entries
 from course.grading.hidden import confirm as hidden
 from course.grading.plan import Lesson, lesson_plan, load_points, warn_unrun
 from course.grading.processes import ForkServer
@@ -17,6 +19,7 @@ from course.grading.sandbox import fork_server
 from course.grading.settings import Settings
 
 SANDBOX_FILES = ("cells.py", "nbval_plugin.py")  # the grader's files that run inside sandboxes
+HIDDEN_FILES = ("harness.py", "standins.py")  # torch-only: what runs the hidden cases there
 
 
 class PlanError(SystemExit):
@@ -34,6 +37,10 @@ class GradedCheck:
     index: int             # its entry in the hidden cases file
     cases: list = field(default_factory=list)     # hidden cases (inputs only)
     expected: list = field(default_factory=list)  # the solutions' outputs on them
+    # the checks whose exercises this one calls (directly or not), each with what a stand-in
+    # replaces; and the entry with the reference's recorded calls, for judging it on its own
+    uses: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    isolated: dict | None = None
 
     @property
     def module(self) -> str:
@@ -64,9 +71,17 @@ class ClassContext:
 
 def hidden_entry(check, seed: int) -> tuple[dict, list, list]:
     """(the entry the harness runs, the cases, the solutions' outputs) for one check: the one
-    place that says what a hidden run of a check gets."""
+    place that says what a hidden run of a check gets. The entry carries the call tables of the
+    exercises this one calls, so the harness judges it alone (course/confirm/entries.py)."""
     cases = hidden.draw_cases(check, seed)
-    return {"target": check.target, "cases": cases}, cases, hidden.expected_outputs(check, cases)
+    return entries.hidden_entry(check, cases), cases, hidden.expected_outputs(check, cases)
+
+
+def plain(entry: dict) -> dict:
+    """The entry without its call tables: what every hidden run gets first (the tables hold the
+    reference's outputs of the exercises this one calls, so they enter a sandbox only where one
+    of those exercises fails for this student, and only that exercise's calls)."""
+    return {"target": entry["target"], "cases": entry["cases"]}
 
 
 def _graded(plan: list[Lesson], points_file: Path | None, seed: int):
@@ -80,11 +95,13 @@ def _graded(plan: list[Lesson], points_file: Path | None, seed: int):
     checks, entries = {}, []
     registry = all_checks()
     for index, (lesson, check_id) in enumerate(columns):
-        entry, cases, expected = hidden_entry(registry[check_id], seed)
-        entries.append(entry)
-        checks[check_id] = GradedCheck(check_id, lesson, points[check_id],
-                                       registry[check_id].target, len(registry[check_id].cases),
-                                       index, cases, expected)
+        check = registry[check_id]
+        entry, cases, expected = hidden_entry(check, seed)
+        entries.append(plain(entry))
+        uses = {used.id: used.provides for used in depends.closure(check)}
+        checks[check_id] = GradedCheck(check_id, lesson, points[check_id], check.target,
+                                       len(check.cases), index, cases, expected, uses,
+                                       entry if "calls" in entry else None)
     return checks, entries
 
 
@@ -129,7 +146,8 @@ def _context(root: Path, lessons, points_file, seed: int, server) -> ClassContex
     cases.mkdir()
     for name in SANDBOX_FILES:
         shutil.copy(ROOT / "course" / "grading" / name, grader / name)
-    shutil.copy(ROOT / "course" / "confirm" / "harness.py", cases / "harness.py")
+    for name in HIDDEN_FILES:
+        shutil.copy(ROOT / "course" / "confirm" / name, cases / name)
     torch.save(entries, cases / "cases.pt")
     stubs = {p.name: p.read_bytes() for p in sorted((pristine / "exercises").glob("*.py"))}
     ctx = ClassContext(pristine, grader, cases, plan, checks, stubs, server)

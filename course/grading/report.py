@@ -59,7 +59,10 @@ def write_gradebook(out: Path, columns: list[str], records) -> Path:
 
 def _check_lines(c) -> list[str]:
     if c.passed:
-        return [f"- {shown(c.message)} (confirmed on hidden inputs): {fmt(c.earned)} / {fmt(c.points)}"]
+        alone = (f", with the reference's {', '.join(c.blocked_by)} in place of the student's, "
+                 "which fails" if c.blocked_by else "")
+        return [f"- {shown(c.message)} (confirmed on hidden inputs{alone}): "
+                f"{fmt(c.earned)} / {fmt(c.points)}"]
     return [f"- FAIL {c.id}: 0 / {fmt(c.points)}", "", "  ```",
             *[f"  {shown(line)}" for line in c.message.splitlines()], "  ```", ""]
 

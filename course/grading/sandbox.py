@@ -43,7 +43,9 @@ ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "nsswitch.conf", "pass
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # what every sandboxed process finds in its environment; the course's switches for sandboxed
 # checks (such as COURSE_ISOLATE) belong here
-COURSE_ENV = {"COURSE_REFERENCE": "recorded"}
+# recorded references, and every check judges its own exercise alone (dependencies answered by
+# stand-ins replaying the reference's recorded calls), so one bug costs one point
+COURSE_ENV = {"COURSE_REFERENCE": "recorded", "COURSE_ISOLATE": "1"}
 BASE_ENV = {
     "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
     "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",

@@ -1,4 +1,4 @@
-"""Grading one student, in five named stages:
+"""Grading one student, in six named stages:
 
 1. collect: the student's exercise files, read (never executed) from SUBMISSIONS;
 2. visible: the lessons' check cells, or with FULL=1 whole notebooks, in a sandbox (visible.py);
@@ -7,7 +7,10 @@
    what the student's code raised (classify.py);
 4. confirm: each exercise whose check printed PASS, on hidden inputs in a second, barer sandbox,
    judged here against the solutions (hidden_run.py); points need both;
-5. record: one CheckRecord per graded check and the StudentRecord (records.py).
+5. isolate: an exercise that failed there while an exercise it calls fails for this student runs
+   again with only the failing ones answered by the reference's recorded calls (one bug, one
+   point lost, as the check cells judge under COURSE_ISOLATE=1);
+6. record: one CheckRecord per graded check and the StudentRecord (records.py).
 One wall-clock deadline covers all of it; `timings` says where the seconds went.
 """
 from __future__ import annotations
@@ -18,9 +21,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from course.checks import lines as check_lines
 from course.grading import submission
 from course.grading.classify import Classified, classify
-from course.grading.hidden_run import Confirmation, run_hidden
+from course.grading.hidden_run import Confirmation, HiddenRun, isolated_entry, run_hidden
 from course.grading.prepare import ClassContext
 from course.grading.records import CheckRecord, StudentRecord
 from course.grading.report import STATUSES, UNCONFIRMED
@@ -79,6 +83,7 @@ def _apply_visible(checks: dict[str, CheckRecord], found: Classified) -> list[st
     for check_id, record in checks.items():
         ok, message = found.verdicts.get(check_id, (False, "not run"))
         record.message = message
+        record.blocked_by = check_lines.blocked_by(message)
         if ok:
             passed.append(check_id)
     return passed
@@ -98,6 +103,32 @@ def _apply_hidden(checks: dict[str, CheckRecord], passed: list[str],
         if confirmation is not None and confirmation.timed_out:
             found.statuses.add("timeout")
             found.problems.append(f"{check_id}: {why}")
+
+
+def _isolate(ctx: ClassContext, settings: Settings, files: dict[str, bytes],
+              checks: dict[str, CheckRecord], passed: list[str], deadline: float,
+              job: Job) -> HiddenRun:
+    """Stage 5: an exercise whose hidden run failed while an exercise it calls fails too (its
+    own check, visible or hidden) runs again on the same hidden cases with the failing one
+    replaced by the reference's recorded calls; confirmed so, it earns its points: one bug is
+    charged once, as the check cells charge it under COURSE_ISOLATE=1."""
+    failing = {c for c, r in checks.items() if not r.passed}
+    todo = {}
+    for check_id in passed:
+        found = None if checks[check_id].passed else isolated_entry(ctx.checks[check_id], failing)
+        if found is not None:
+            todo[check_id] = found
+    if not todo:
+        return HiddenRun({})
+    run = run_hidden(ctx, settings, files, list(todo), deadline, job.scratch, job.raw,
+                     job.scratch / "root-isolated", {c: e for c, (e, _) in todo.items()})
+    for check_id, confirmation in run.confirmations.items():
+        record = checks[check_id]
+        if confirmation.confirmed:
+            record.passed, record.confirmed, record.earned = True, True, record.points
+            record.blocked_by = todo[check_id][1]
+            record.message = check_lines.pass_line(check_id, ctx.checks[check_id].n_cases)
+    return run
 
 
 def _record(job: Job, sub: Submission, checks: dict[str, CheckRecord], found: Classified,
@@ -138,7 +169,9 @@ def grade_student(job: Job, ctx: ClassContext, settings: Settings) -> StudentRec
     hidden = stage("confirm", run_hidden, ctx, settings, sub.files, passed, deadline,
                    job.scratch, job.raw, job.scratch / "root-hidden")
     _apply_hidden(checks, passed, hidden.confirmations, found)
+    alone = stage("isolate", _isolate, ctx, settings, sub.files, checks, passed, deadline, job)
     record = _record(job, sub, checks, found, settings, time.monotonic() - start)
-    timings.update({"visible cpu": visible.cpu, "confirm cpu": hidden.cpu})
+    timings.update({"visible cpu": visible.cpu, "confirm cpu": hidden.cpu,
+                    "isolate cpu": alone.cpu})
     (job.raw / "timings.json").write_text(json.dumps(timings))
     return record

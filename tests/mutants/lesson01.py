@@ -54,3 +54,42 @@ MUTANTS = [
            "return (q @ k.transpose(-2, -1)).squeeze() / math.sqrt(c)", SQUEEZED,
            "squeeze() drops the axis of a single query"),
 ]
+
+# Issue 20: each message exactly as the student reads it (the problem, where it crashed, the
+# hint chosen from every case), for the bugs whose old hint misled or was missing.
+MUTANTS += [
+    Mutant('01.stable_softmax', 'softmax.py', 'exponentials = shifted.exp()',
+           'exponentials = torch.exp(shifted).float()', "", 'exp cast to float32',
+           exact=(
+               'output dtype: expected torch.float64, got torch.float32 (the values agree)',
+               "hint: your result is float32, the reference (like the inputs) float64: something in your code makes float32 (torch.zeros/ones/empty/tensor/arange without dtype=, or .float()): create tensors with dtype=x.dtype (or zeros_like, new_zeros) so that the result keeps the input's dtype",
+           )),
+    Mutant('01.stable_softmax', 'softmax.py', 'shifted = x - x.amax(dim=dim, keepdim=True)',
+           'shifted = x - x.max(dim=dim)', "", 'x.max(dim=...) used as a tensor',
+           exact=(
+               "raised TypeError: unsupported operand type(s) for -: 'Tensor' and 'torch.return_types.max'",
+               'at solutions/softmax.mutant.py, line 18, in stable_softmax:',
+               'shifted = x - x.max(dim=dim)',
+               'hint: torch.max(x, dim=...) returns a pair (values, indices): take .values, or use x.amax(dim=..., keepdim=True)',
+           )),
+    Mutant('01.stable_softmax', 'softmax.py', 'shifted = x - x.amax(dim=dim, keepdim=True)',
+           'shifted = x - x.amax(dim=dim)', "", 'amax without keepdim',
+           exact=(
+               'raised RuntimeError: The size of tensor a (5) must match the size of tensor b (3) at non-singleton dimension 1',
+               'at solutions/softmax.mutant.py, line 18, in stable_softmax:',
+               'shifted = x - x.amax(dim=dim)',
+               'hint: two tensors do not line up (5 against 3 on one axis): a reduction without keepdim=True, a missing size-1 axis (x[..., None]), or axes in another order',
+           )),
+    Mutant('01.scaled_scores', 'softmax.py', 'c = q.shape[-1]',
+           'c = q.size(1)', "", 'c read from axis 1',
+           exact=(
+               'output shape (2, 3, 4, 6) as expected; max |expected - got| = 2.03 (tolerance 1e-09 + 1e-07*|expected|)',
+               'hint: these scores are q @ k^T divided by sqrt(3), the size of q.shape[1]: divide by sqrt(c) = sqrt(8), with c = q.shape[-1], the last axis (also when q has batch axes)',
+           )),
+    Mutant('01.scaled_scores', 'softmax.py', 'return q @ k.transpose(-2, -1) / math.sqrt(c)',
+           'return q.float() @ k.float().transpose(-2, -1) / math.sqrt(c)', "", 'computed in float32',
+           exact=(
+               'output dtype: expected torch.float64, got torch.float32 (the values agree)',
+               "hint: your result is float32, the reference (like the inputs) float64: something in your code makes float32 (torch.zeros/ones/empty/tensor/arange without dtype=, or .float()): create tensors with dtype=x.dtype (or zeros_like, new_zeros) so that the result keeps the input's dtype",
+           )),
+]

@@ -108,3 +108,66 @@ MUTANTS = [
            "q, k, v = self.linear_q(x), self.linear_q(x), self.linear_v(x)",
            "q, k, v = linear_q(x), linear_k(x), linear_v(x)", "keys from the query projection"),
 ]
+
+# Issue 20: each message exactly as the student reads it (the problem, where it crashed, the
+# hint chosen from every case), for the bugs whose old hint misled or was missing.
+MUTANTS += [
+    Mutant('02.causal_mask', 'attention.py', 'return torch.ones(n, n, dtype=torch.bool).tril()',
+           'return torch.arange(n)[:, None] <= torch.arange(n)', "", 'i <= j',
+           exact=(
+               'output: expected [[True, False, False, False], [True, True, False, False], [True, True, True, False], [True, True, True, True]], got [[True, True, True, True], [False, True, True, True], [False, False, True, True], [False, False, False, True]]',
+               'hint: row i (query) may see columns j <= i (keys): lower triangle, diagonal included',
+           )),
+    Mutant('02.padding_mask', 'attention.py', 'return (positions < lengths[:, None])[:, None, :]',
+           'return (positions < lengths)[:, None, :]', "", 'lengths without its own axis',
+           exact=(
+               'raised IndexError: too many indices for tensor of dimension 1',
+               'at solutions/attention.mutant.py, line 24, in padding_mask:',
+               'return (positions < lengths)[:, None, :]',
+               'hint: give lengths its own axis before comparing: positions (max_len,) < lengths[:, None] (B, 1) broadcasts to (B, max_len), one row per sequence; then add the size-1 query axis in the middle: (B, 1, max_len)',
+           )),
+    Mutant('02.attention_weights', 'attention.py', 'scores = scaled_scores(q, k)\n',
+           'scores = scaled_scores(q, k) / q.shape[-1] ** 0.5\n', "", 'scores divided by sqrt(c) twice',
+           exact=(
+               'output shape (3, 5) as expected; max |expected - got| = 0.155 (tolerance 1e-09 + 1e-07*|expected|)',
+               'hint: these weights are softmax(q k^T / c): the scores were divided by sqrt(c) twice. scaled_scores already divides by sqrt(c); add the bias and mask to its result as it is',
+           )),
+    Mutant('02.attention_weights', 'attention.py', 'scores = scaled_scores(q, k)\n',
+           'scores = q @ k.transpose(-2, -1)\n', "", 'scores without scaled_scores: not scaled',
+           exact=(
+               'output shape (3, 5) as expected; max |expected - got| = 0.255 (tolerance 1e-09 + 1e-07*|expected|)',
+               'hint: these weights are softmax(q k^T), without the 1/sqrt(c): take the scores from your scaled_scores(q, k) (lesson 01), which divides by sqrt(c)',
+           )),
+    Mutant('02.attention_weights', 'attention.py', '    scores = scores.masked_fill(~mask, float("-inf"))\n    # a row that is all -inf would give (-inf) - (-inf) = NaN; zero it instead\n    sees_something = mask.expand_as(scores).any(dim=-1, keepdim=True)\n    scores = scores.masked_fill(~sees_something, 0.0)\n    return stable_softmax(scores, dim=-1) * sees_something',
+           '    return stable_softmax(scores, dim=-1) * mask', "", 'mask applied after the softmax',
+           exact=(
+               'output shape (2, 5, 5) as expected; max |expected - got| = 0.477 (tolerance 1e-09 + 1e-07*|expected|)',
+               "hint: the rows of your weights do not sum to 1 over the keys a query may see: the mask must act on the scores BEFORE the softmax (masked_fill(~mask, float('-inf'))), so that each row spreads over its visible keys only; zeroing weights after the softmax leaves rows that sum to less than 1",
+           )),
+    Mutant('02.attention_weights', 'attention.py', '    if mask is None:\n',
+           '    if not mask:\n', "", '`if not mask:` on a tensor',
+           exact=(
+               'raised RuntimeError: Boolean value of Tensor with more than one value is ambiguous',
+               'at solutions/attention.mutant.py, line 42, in attention_weights:',
+               'if not mask:',
+               'hint: `if tensor:`, `not tensor`, `and` or `or` on a tensor: test an optional argument with `is None`, and combine tensors with &, |, ~ or torch.where',
+           )),
+    Mutant('02.attention_weights', 'attention.py', '    return stable_softmax(scores, dim=-1) * sees_something',
+           '    weights = torch.zeros(scores.shape)\n    visible = sees_something.expand_as(scores)\n    weights[visible] = stable_softmax(scores, dim=-1)[visible]\n    return weights', "", 'weights written into float32 zeros',
+           exact=(
+               'raised RuntimeError: Index put requires the source and destination dtypes match, got Float for the destination and Double for the source.',
+               'at solutions/attention.mutant.py, line 50, in attention_weights:',
+               'weights[visible] = stable_softmax(scores, dim=-1)[visible]',
+               'hint: float32 meets float64: a tensor made without dtype= (torch.zeros/ones/empty/tensor/arange) is float32; create it with dtype=x.dtype (or zeros_like, new_zeros)',
+           )),
+    Mutant('02.attention_forward', 'attention.py', 'return attention_weights(q, k, bias=bias, mask=mask) @ v',
+           'return attention_weights(q, k, mask, bias) @ v', "", 'bias and mask passed in the wrong order',
+           exact=(
+               'raised TypeError: ~ (operator.invert) is only implemented on integer and Boolean-type tensors',
+               'at solutions/attention.mutant.py, line 59, in scaled_dot_product_attention:',
+               'return attention_weights(q, k, mask, bias) @ v',
+               'at solutions/attention.mutant.py, line 44, in attention_weights:',
+               'scores = scores.masked_fill(~mask, float("-inf"))',
+               'hint: `~` on a float tensor: a mask must be a bool tensor (did two arguments trade places, such as bias and mask?)',
+           )),
+]

@@ -72,7 +72,7 @@ MUTANTS = [
            "dim=-1) @ v",
            "/ sqrt(c)", "scaled by the full width N_head*c instead of the head width c"),
     Mutant("03.multi_head_attention", "mha.py", "k = split_heads(self.linear_k(x), self.N_head)",
-           "k = split_heads(self.linear_q(x), self.N_head)", "q_h k_h^T",
+           "k = split_heads(self.linear_q(x), self.N_head)", "k = split_heads(linear_k(x), N_head)",
            "keys from the query projection"),
     Mutant("03.multi_head_attention", "mha.py", "x = x.movedim(self.attn_dim, -2)",
            "x = x.movedim(-2, -2)", "x.movedim(attn_dim, -2)", "attn_dim ignored on the way in"),
@@ -88,4 +88,37 @@ MUTANTS = [
     Mutant("03.multi_head_attention", "mha.py", ATTEND,
            "o = scaled_dot_product_attention(q, k, v, mask=key_mask)", "pass `bias` on",
            "bias dropped"),
+]
+
+# Issue 20: each message exactly as the student reads it (the problem, where it crashed, the
+# hint chosen from every case), for the bugs whose old hint misled or was missing.
+MUTANTS += [
+    Mutant('03.split_heads', 'mha.py', 'return x.view(*batch, L, N_head, width // N_head).transpose(-3, -2)',
+           'return x.reshape(*batch, L, N_head, -1).permute(0, 2, 1, 3)', "", 'a 4-D permute',
+           exact=(
+               'raised RuntimeError: permute(sparse_coo): number of dimensions in the tensor input does not match the length of the desired ordering of dimensions i.e. input.dim() = 3 is not equal to len(dims) = 4',
+               'at solutions/mha.mutant.py, line 18, in split_heads:',
+               'return x.reshape(*batch, L, N_head, -1).permute(0, 2, 1, 3)',
+               'hint: permute names every axis, so it fits one number of axes only: movedim or transpose with negative axes work for any number of leading batch axes',
+           )),
+    Mutant('03.split_heads', 'mha.py', 'return x.view(*batch, L, N_head, width // N_head).transpose(-3, -2)',
+           'return x.float().view(*batch, L, N_head, width // N_head).transpose(-3, -2)', "", 'split in float32',
+           exact=(
+               'output dtype: expected torch.float64, got torch.float32 (the values agree)',
+               "hint: your result is float32, the reference (like the inputs) float64: something in your code makes float32 (torch.zeros/ones/empty/tensor/arange without dtype=, or .float()): create tensors with dtype=x.dtype (or zeros_like, new_zeros) so that the result keeps the input's dtype",
+           )),
+    Mutant('03.merge_heads', 'mha.py', 'return x.transpose(-3, -2).reshape(*batch, L, N_head * c)',
+           'return x.transpose(-3, -2).view(*batch, L, N_head * c)', "", 'view after transpose',
+           exact=(
+               "raised RuntimeError: view size is not compatible with input tensor's size and stride (at least one dimension spans across two contiguous subspaces). Use .reshape(...) instead.",
+               'at solutions/mha.mutant.py, line 27, in merge_heads:',
+               'return x.transpose(-3, -2).view(*batch, L, N_head * c)',
+               'hint: view() after a transpose or permute cannot work: use reshape() (or .contiguous().view())',
+           )),
+    Mutant('03.multi_head_attention', 'mha.py', 'v = split_heads(self.linear_v(x), self.N_head)\n        key_mask',
+           'v = split_heads(self.linear_k(x), self.N_head)\n        key_mask', "", 'values from linear_k',
+           exact=(
+               'output shape (5, 6) as expected; max |expected - got| = 1.46 (tolerance 1e-09 + 1e-07*|expected|)',
+               'hint: the values v passed to scaled_dot_product_attention differ while q and k agree: v = split_heads(linear_v(x), N_head)',
+           )),
 ]

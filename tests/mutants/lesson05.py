@@ -16,7 +16,7 @@ MUTANTS = [
     Mutant("05.masked_mean", "mha.py", MEAN_NONE, "    return x.mean(dim=dim)\n",
            "not a plain mean", "plain mean: padding rows counted"),
     Mutant("05.masked_mean", "mha.py", "return total / count", "return total / x.shape[dim]",
-           "divided by the number of True positions", "masked sum divided by the full length"),
+           "number of True positions in that slice", "masked sum divided by the full length"),
     Mutant("05.masked_mean", "mha.py", "total = (x * weights).sum(dim=dim)",
            "total = x.sum(dim=dim)", "count only positions where the mask is True",
            "sums the padding too, divides by the real count"),
@@ -75,4 +75,29 @@ MUTANTS = [
            "q = q.view(*q.shape[:-1], self.N_head, 1, self.c)",
            "q = q.view(*q.shape[:-1], 1, self.N_head, self.c)", "merge the heads in order",
            "query heads laid along the query axis (one head's scores for all)"),
+]
+
+# Issue 20: each message exactly as the student reads it (the problem, where it crashed, the
+# hint chosen from every case), for the bugs whose old hint misled or was missing.
+MUTANTS += [
+    Mutant('05.masked_mean', 'mha.py', 'count = weights.sum(dim=dim).clamp_min(1.0)',
+           'count = weights.sum().clamp_min(1.0)', "", 'one count over the whole mask',
+           exact=(
+               'output shape (4, 3) as expected; max |expected - got| = 0.508 (tolerance 1e-09 + 1e-07*|expected|)',
+               "hint: your mean is each slice's masked sum divided by a wrong count (the same wrong factor for every channel of a slice): divide each slice's sum by the number of True positions in that slice, weights.sum(dim=dim), clamped to at least 1",
+           )),
+    Mutant('05.global_attention', 'mha.py', 'k = self.linear_k(x).unsqueeze(-3)  # (*, 1, L, c), shared by every head',
+           'k = self.linear_k(x)  # (*, 1, L, c), shared by every head', "", 'shared k without its head axis',
+           exact=(
+               'raised RuntimeError: The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 1',
+               'at solutions/mha.mutant.py, line 159, in _global_attention:',
+               'o = scaled_dot_product_attention(q, k, v, mask=key_mask)  # (*, N_head, 1, c)',
+               'at solutions/attention.py, line 59, in scaled_dot_product_attention:',
+               'return attention_weights(q, k, bias=bias, mask=mask) @ v',
+               'at solutions/attention.py, line 39, in attention_weights:',
+               'scores = scaled_scores(q, k)',
+               'at solutions/softmax.py, line 33, in scaled_scores:',
+               'return q @ k.transpose(-2, -1) / math.sqrt(c)',
+               'hint: two tensors do not line up (2 against 3 on one axis): a reduction without keepdim=True, a missing size-1 axis (x[..., None]), or axes in another order',
+           )),
 ]

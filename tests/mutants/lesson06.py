@@ -71,3 +71,20 @@ MUTANTS = [
            "mask_dim = self.attn_dim", "the mask hides padded keys",
            "negative attn_dim used on the mask unshifted (the mask has no channel axis)"),
 ]
+
+# Issue 20: each message exactly as the student reads it (the problem, where it crashed, the
+# hint chosen from every case), for the bugs whose old hint misled or was missing.
+MUTANTS += [
+    Mutant('06.gate', 'mha.py', 'self.linear_g = nn.Linear(c_in, N_head * c)',
+           'self.linear_g = nn.Linear(N_head * c, N_head * c)', "", 'gate input width N_head*c',
+           exact=(
+               'param linear_g.weight: expected [8, 6], got [8, 8]',
+               'hint: gated=True adds linear_g = nn.Linear(c_in, N_head*c) WITH a bias: one gate per channel of o',
+           )),
+    Mutant('06.gate', 'mha.py', 'o = torch.sigmoid(self.linear_g(x)) * o',
+           'o = torch.sigmoid(self.linear_g(x)) + o', "", 'gate added, not multiplied',
+           exact=(
+               'output shape (2, 5, 8) as expected; max |expected - got| = 1.64 (tolerance 1e-09 + 1e-07*|expected|)',
+               "hint: the gate multiplies o (N_head*c channels) BEFORE linear_o, never linear_o's result: with o = 0 the output is linear_o's bias alone",
+           )),
+]

@@ -47,3 +47,20 @@ for _check in ("08.gate_elementwise", "08.gate_headwise"):
         Mutant(_check, FILE, *_GATE_DETACHED, "no gradient reaches gate_proj",
                "gate detached from the graph: gate_proj never learns"),
     ]
+
+# Issue 20: each message exactly as the student reads it (the problem, where it crashed, the
+# hint chosen from every case), for the bugs whose old hint misled or was missing.
+MUTANTS += [
+    Mutant('08.gate_headwise', 'gated_attention.py', 'y = y * self.gate_scores(x)',
+           "g = self.gate_scores(x)\n            if self.gate == 'headwise':\n                g = g.squeeze(-1).repeat(*([1] * (g.ndim - 2)), self.head_dim).unflatten(-1, (self.n_heads, -1))\n            y = y * g", "", 'headwise gate expanded with repeat',
+           exact=(
+               'output shape (5, 8) as expected; max |expected - got| = 0.208 (tolerance 1e-09 + 1e-07*|expected|)',
+               "hint: your gate_scores is right (its cases pass), so the bug is in how forward applies it: y = y * gate_scores(x), with y the SDPA output per head (*, L, n_heads, head_dim), before the output projection W_O (self.out(y.flatten(-2))); gating after W_O is position G5. The scores broadcast over each head's channels by themselves: repeating or reshaping them mixes up the heads",
+           )),
+    Mutant('08.gate_elementwise', 'gated_attention.py', 'return torch.sigmoid(logits).unflatten(-1, (self.n_heads, -1))',
+           'return torch.sigmoid(logits).unflatten(-1, (-1, self.n_heads))', "", 'gate split as (width, heads)',
+           exact=(
+               'output shape: expected (2, 6, 2, 4), got (2, 6, 4, 2)',
+               'hint: gate_scores returns (*, L, n_heads, head_dim)',
+           )),
+]
