@@ -14,7 +14,7 @@ from __future__ import annotations
 import linecache
 import shutil
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from course import ROOT

@@ -174,8 +174,8 @@ def test_a_crash_names_the_students_line_and_hides_the_course_frames(capsys):
     from course.checks.lesson00 import check_batched_dot
 
     def batched_dot(a, b):
-        total = (a * b).sum(dim=-1)
-        return totl  # noqa: F821 - the student's typo
+        total = (a * b).sum(dim=-1)  # noqa: F841 - the student's typo is on the next line
+        return totl  # noqa: F821
 
     with pytest.raises(CheckFailed) as failure:
         check_batched_dot(batched_dot)
