@@ -19,11 +19,20 @@ LAB_ARGS ?=
 # Jupyter refuses to run as root (containers, CI) unless told
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 PYTEST_ARGS ?=
+# The Chinese edition: `make lab LANG=zh` or COURSE_LANG=zh_CN (LANG counts only when given on the
+# command line: the LANG of the shell is a locale, and a Chinese locale is no request for it)
+COURSE_LANG ?=
+ifeq ($(origin LANG),command line)
+COURSE_LANG := $(LANG)
+endif
+ZH := $(if $(filter zh%,$(COURSE_LANG)),zh)
+# `LANG=zh` is no locale: the commands it starts get a real one
+LOCALE := $(if $(filter command line,$(origin LANG)),LANG=C.UTF-8 )
 
-.PHONY: lab test system-packages venv check playground notebooks stubs reference grade handout screenshots lock clean
+.PHONY: lab test system-packages venv check playground notebooks stubs reference grade grade-merge handout screenshots lock clean messages
 
 lab: $(STAMP)
-	$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR) $(ROOT_FLAG) $(LAB_ARGS) notebooks/00_start_here.ipynb
+	$(LOCALE)$(if $(ZH),COURSE_LANG=zh_CN )$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR) $(ROOT_FLAG) $(LAB_ARGS) notebooks/$(if $(ZH),zh/)00_start_here.ipynb
 
 test: $(STAMP) system-packages
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -38,18 +47,27 @@ $(STAMP): requirements.txt scripts/setup_venv.sh
 	PYTHON=$(PYTHON) TORCH=$(TORCH) bash scripts/setup_venv.sh $(VENV)
 	touch $@
 
-# A table of every exercise: PASS, FAIL with the first line of the reason, or TODO (exit 0).
+# A table of every exercise: PASS, FAIL, BLOCKED (by a failing exercise it calls) or TODO, then
+# the whole message of each FAIL (exit 0). ONLY=01.scaled_scores: that check's whole message;
+# HIDDEN=1: also the hidden-input kinds of cases on a public seed, as the grader runs them.
 check: $(STAMP)
-	$(BIN)/python -m course.progress
+	$(BIN)/python -m course.progress $(if $(ONLY),--only $(ONLY)) $(if $(HIDDEN),--hidden)
 
 # Every widget of the course on one page, served by Voilà; works before any exercise is written.
 PLAYGROUND_ARGS ?=
 playground: $(STAMP)
-	$(BIN)/python -m course.playground $(PLAYGROUND_ARGS)
+	$(LOCALE)$(BIN)/python -m course.playground $(if $(ZH),--lang zh) $(PLAYGROUND_ARGS)
 
-# Re-execute every lesson notebook against the solutions and store the outputs (commit them).
+# Bring the Chinese message catalog in step with the code (Babel), then list everything of the
+# Chinese edition that is out of date: untranslated messages, stale cells (course/drift.py).
+messages: $(STAMP)
+	$(BIN)/python -m course.messages
+	$(BIN)/python -m course.drift
+
+# Re-execute every lesson notebook against the solutions and store the outputs (commit them);
+# both editions, or the Chinese one alone with LANG=zh.
 notebooks: $(STAMP)
-	$(BIN)/python -m course.build notebooks $(NB)
+	$(BIN)/python -m course.build notebooks $(NB)$(if $(ZH), --lang zh)
 
 # Regenerate the student stubs in exercises/ from solutions/.
 stubs: $(STAMP)
@@ -61,12 +79,23 @@ reference: $(STAMP)
 
 # Grade a class: every subfolder of SUBMISSIONS is one student's exercises/ (or course copy).
 # Optional: JOBS=2 (students in parallel), LESSONS=00-02 (a subset), FULL=1 (every notebook cell
-# under strict nbval, slow), UNSAFE=1 (no bubblewrap sandbox; every report says so).
+# under strict nbval, slow), UNSAFE=1 (no bubblewrap sandbox; every report says so),
+# STUDENTS="ada bob" (regrade those folders into an existing OUT), SHARD=K/N (a share of the
+# class, into its own OUT), ROSTER=roster.csv and PER_LESSON=1 (LMS files), SEED_FILE=<file>.
+# Into an OUT that holds a class, it grades what OUT lacks (a stopped run resumes).
 # See docs/instructors.md.
 grade: $(STAMP)
 	@if [ -z "$(strip $(SUBMISSIONS))" ] || [ -z "$(strip $(OUT))" ]; then \
-	  echo "usage: make grade SUBMISSIONS=<dir> OUT=<dir> [JOBS=n] [LESSONS=00-02] [FULL=1]" >&2; exit 2; fi
-	$(BIN)/python -m course.grade --submissions "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(LESSONS),--lessons $(LESSONS)) $(if $(FULL),--full) $(if $(UNSAFE),--unsafe-no-sandbox)
+	  echo "usage: make grade SUBMISSIONS=<dir> OUT=<dir> [JOBS=n] [LESSONS=00-02] [FULL=1] [STUDENTS=\"ada bob\"] [SHARD=K/N] [ROSTER=roster.csv [PER_LESSON=1]] [SEED_FILE=<file>]" >&2; exit 2; fi
+	$(BIN)/python -m course.grading --submissions "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(LESSONS),--lessons $(LESSONS)) $(if $(FULL),--full) $(if $(UNSAFE),--unsafe-no-sandbox) $(if $(STUDENTS),--students $(STUDENTS)) $(if $(SHARD),--shard $(SHARD)) $(if $(ROSTER),--roster "$(ROSTER)") $(if $(PER_LESSON),--per-lesson) $(if $(SEED_FILE),--seed-file "$(SEED_FILE)")
+
+# Merge the OUT folders of a class graded in shards (make grade ... SHARD=K/N) into one OUT:
+# the gradebook, reports and feedback of one run. Optional: ROSTER=roster.csv (Canvas and Moodle
+# files in OUT/lms/), PER_LESSON=1 (one LMS column per lesson). See docs/instructors.md.
+grade-merge: $(STAMP)
+	@if [ -z "$(strip $(PARTS))" ] || [ -z "$(strip $(OUT))" ]; then \
+	  echo "usage: make grade-merge PARTS=\"OUT1 OUT2 ...\" OUT=<dir> [ROSTER=roster.csv] [PER_LESSON=1]" >&2; exit 2; fi
+	$(BIN)/python -m course.grading merge --parts $(PARTS) --out "$(OUT)" $(if $(ROSTER),--roster "$(ROSTER)") $(if $(PER_LESSON),--per-lesson)
 
 # The student release: the course without solutions/, checks working from recorded results.
 handout: $(STAMP)

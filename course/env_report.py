@@ -6,6 +6,8 @@ import shutil
 import subprocess
 from importlib import metadata
 
+from course.i18n import N_, _
+
 
 def graphviz_dot() -> str | None:
     """`dot -V` of the Graphviz the course would use, or None when there is none."""
@@ -23,29 +25,45 @@ def _version(package: str) -> str:
     try:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
-        return "not installed"
+        return _("not installed")
+
+
+# printed labels of the report's rows (the package names stay as they are)
+LABELS = {"CUDA GPU": N_("CUDA GPU"), "CPU threads torch uses": N_("CPU threads torch uses"),
+          "graphviz dot": N_("graphviz dot")}
 
 
 def environment_report() -> dict[str, str]:
     import torch
 
-    cuda = (f"yes: {torch.cuda.get_device_name(0)} (CUDA {torch.version.cuda})"
-            if torch.cuda.is_available() else "no (the course runs on CPU; GPU cells fall back)")
+    cuda = (_("yes: {name} (CUDA {version})").format(name=torch.cuda.get_device_name(0),
+                                                      version=torch.version.cuda)
+            if torch.cuda.is_available() else _("no (the course runs on CPU; GPU cells fall back)"))
     report = {
         "python": platform.python_version(),
         "torch": torch.__version__,
         "CUDA GPU": cuda,
         "CPU threads torch uses": str(torch.get_num_threads()),
-        "graphviz dot": graphviz_dot() or "not found (graphs are shown as DOT source instead)",
+        "graphviz dot": graphviz_dot() or _("not found (graphs are shown as DOT source instead)"),
         "jupyterlab": _version("jupyterlab"),
         "ipywidgets": _version("ipywidgets"),
         "torchview": _version("torchview"),
         "nbval": _version("nbval"),
     }
-    width = max(map(len, report))
+    # the keys stay English (code may read them); the printed labels are the learner's language
+    labels = {key: _(LABELS.get(key, key)) for key in report}
+    width = max(_display_width(label) for label in labels.values())
     for key, value in report.items():
-        print(f"{key:<{width}}  {value}")
+        padding = " " * (width - _display_width(labels[key]))
+        print(f"{labels[key]}{padding}  {value}")
     return report
+
+
+def _display_width(text: str) -> int:
+    """Columns `text` takes in a monospaced font (a CJK character takes two)."""
+    import unicodedata
+
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
 if __name__ == "__main__":

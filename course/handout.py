@@ -7,11 +7,11 @@ The handout holds the notebooks (with their committed outputs), the machinery in
 check works without the solutions), the shipped `data/`, and `exercises/` freshly generated from
 `solutions/` (stubs that raise NotImplementedError). Left out: `solutions/`, `tests/` (the
 mutation and notebook tests need the solutions), `docs/` (the instructors' and contributors'
-guides), CI, and the usual build output. The release gets its own README
-(`course/release/README.md`), its own tests (`course/release/tests/`, which its `make test` runs)
-and the course's Makefile without the developers' targets (they need `solutions/`). The grader
-builds its pristine working copy with the same function, so a grading kernel never has the
-reference code on its path.
+guides), CI, and the usual build output. The release gets its own README, in English and
+Chinese (`course/release/README.md`, `README.zh-CN.md`), its own tests
+(`course/release/tests/`, which its `make test` runs) and the course's Makefile without the
+developers' targets (they need `solutions/`). The grader builds its pristine working copy with
+the same function, so a grading kernel never has the reference code on its path.
 """
 from __future__ import annotations
 
@@ -24,14 +24,18 @@ from pathlib import Path
 from course import ROOT
 from course.workspace import SKIP
 
-# top-level paths (relative to the course root) that stay with the instructor
-EXCLUDE = {"solutions", "tests", "docs", ".ci", "course/grading_points.toml", "course/grading",
-           "course/grade.py", "course/grade_nbval.py",  # the grader stays with the instructor
-           "course/release/README.md"}
+# the one list of what the release leaves out (paths relative to the course root): what stays
+# with the instructor, the grader (course/grading/, with its points file and hidden-case specs)
+# and what only the grader uses (its benchmark, its container image)
+EXCLUDE = {"solutions", "tests", "docs", ".ci", "course/grading", "course/release/README.md",
+           "course/release/README.zh-CN.md", "scripts/bench_grade.py",
+           "scripts/measure_first_messages.py", "scripts/suite_time.py",
+           "Dockerfile", ".dockerignore"}
 RELEASE = ROOT / "course" / "release"  # the release's README.md and its tests (tests/)
 RELEASE_TESTS = "course/release/tests"  # what the release's `make test` (pytest) runs
 # Makefile targets that need solutions/ or serve the course's developers: not in the release
-DEVELOPER_TARGETS = {"notebooks", "stubs", "reference", "grade", "handout", "screenshots", "lock"}
+DEVELOPER_TARGETS = {"notebooks", "stubs", "reference", "grade", "grade-merge", "handout",
+                     "screenshots", "lock", "messages"}
 MARKER = ".handout"  # lets a later run replace a folder it made itself
 
 
@@ -66,7 +70,8 @@ def build(dest: Path, source: Path = ROOT) -> Path:
         for old in (dest / "exercises").glob("*.py"):
             old.unlink()
         write(exercises=dest / "exercises", solutions=solutions)
-    shutil.copy2(RELEASE / "README.md", dest / "README.md")
+    for readme in ("README.md", "README.zh-CN.md"):  # English and Chinese
+        shutil.copy2(RELEASE / readme, dest / readme)
     config = dest / "pytest.ini"
     if config.exists():  # the release has no tests/: its pytest runs the release's own tests
         config.write_text(re.sub(r"(?m)^testpaths\s*=.*$", f"testpaths = {RELEASE_TESTS}",

@@ -40,6 +40,8 @@ import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from course.measure import best_time
+
 GB = 1e9  # bytes; the course says GB for 10⁹ bytes and GiB for 2³⁰
 
 
@@ -366,9 +368,4 @@ def fit_slope(sizes, values) -> float:
 
 def best_seconds(run: Callable[[], object], repeats: int = 3) -> float:
     """Shortest wall time of `repeats` calls of run() (the least disturbed by other work)."""
-    best = math.inf
-    for _ in range(repeats):
-        start = time.perf_counter()
-        run()
-        best = min(best, time.perf_counter() - start)
-    return best
+    return best_time(run, repeats, warmup=False)

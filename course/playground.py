@@ -3,6 +3,7 @@
     python -m course.playground             # write notebooks/playground.ipynb, then serve it
     python -m course.playground --write     # only write the notebook (from notebooks/src/playground.py)
     python -m course.playground --port 8870 --no-browser
+    python -m course.playground --lang zh   # the Chinese page, notebooks/zh/playground.ipynb
 
 The page is notebooks/playground.ipynb, written without outputs from its jupytext source (Voilà
 runs it when the page opens). Which widgets it shows: course/widgets/playground.py.
@@ -20,13 +21,19 @@ from course import ROOT
 
 SOURCE = ROOT / "notebooks" / "src" / "playground.py"
 NOTEBOOK = ROOT / "notebooks" / "playground.ipynb"
+# the Chinese page: its `import course_setup` finds notebooks/zh/course_setup.py (Voilà runs a
+# notebook in its own folder), which switches the kernel to Chinese
+SOURCES = {"en": SOURCE, "zh": ROOT / "notebooks" / "src" / "zh" / "playground.py"}
+NOTEBOOKS = {"en": NOTEBOOK, "zh": ROOT / "notebooks" / "zh" / "playground.ipynb"}
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 
 
-def render() -> str:
+def render(lang: str = "en") -> str:
     """The notebook's text, as written from the source (no outputs)."""
-    notebook = jupytext.read(SOURCE)
+    notebook = jupytext.read(SOURCES[lang])
     notebook.metadata = {"kernelspec": KERNELSPEC, "language_info": {"name": "python"}}
+    if lang != "en":
+        notebook.metadata["course"] = {"language": "zh_CN"}
     for index, cell in enumerate(notebook.cells):
         cell.metadata = {}
         cell["id"] = f"playground-{index}"
@@ -35,12 +42,12 @@ def render() -> str:
     return nbformat.writes(notebook) + "\n"
 
 
-def write() -> bool:
+def write(lang: str = "en") -> bool:
     """Write the notebook if it differs; True if it changed."""
-    text = render()
-    if NOTEBOOK.exists() and NOTEBOOK.read_text() == text:
+    text, notebook = render(lang), NOTEBOOKS[lang]
+    if notebook.exists() and notebook.read_text() == text:
         return False
-    NOTEBOOK.write_text(text)
+    notebook.write_text(text)
     return True
 
 
@@ -49,12 +56,17 @@ def main(argv=None) -> int:
     parser.add_argument("--write", action="store_true", help="only write the notebook")
     parser.add_argument("--port", type=int, default=8866)
     parser.add_argument("--no-browser", action="store_true")
+    parser.add_argument("--lang", choices=sorted(NOTEBOOKS), default="en", help="the page's language")
     args = parser.parse_args(argv)
-    write()
+    notebook = NOTEBOOKS[args.lang]
+    for lang in NOTEBOOKS:  # both pages, so neither goes stale
+        write(lang)
     if args.write:
-        print(f"wrote {NOTEBOOK.relative_to(ROOT)}")
+        print(f"wrote {', '.join(str(n.relative_to(ROOT)) for n in NOTEBOOKS.values())}")
         return 0
-    command = [sys.executable, "-m", "voila", str(NOTEBOOK), f"--port={args.port}",
+    if args.lang != "en":
+        os.environ["COURSE_LANG"] = "zh_CN"
+    command = [sys.executable, "-m", "voila", str(notebook), f"--port={args.port}",
                "--Voila.ip=127.0.0.1"] + (["--no-browser"] if args.no_browser else [])
     print("serving the playground; stop with Ctrl-C")
     os.execv(sys.executable, command)  # Voilà takes over this process: Ctrl-C stops it

@@ -4,6 +4,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import torch
 
+from course.i18n import _
+
 
 def heatmaps(maps, titles, row_labels=None, col_labels=None, suptitle=None, cmap="viridis",
              annotate: bool = True):
@@ -14,8 +16,8 @@ def heatmaps(maps, titles, row_labels=None, col_labels=None, suptitle=None, cmap
         values = torch.as_tensor(values).detach().double()
         image = ax.imshow(values.numpy(), cmap=cmap, vmin=0, vmax=max(1.0, values.max().item()))
         ax.set_title(title, fontsize=10)
-        ax.set_xlabel("key")
-        ax.set_ylabel("query")
+        ax.set_xlabel(_("key"))
+        ax.set_ylabel(_("query"))
         if row_labels is not None:
             ax.set_yticks(range(len(row_labels)), row_labels)
         if col_labels is not None:
@@ -48,7 +50,7 @@ def show_model_graph(module, input_data, name: str, depth: int = 3):
     if shutil.which("dot"):
         display(SVG(graph.visual_graph.pipe(format="svg")))
     else:
-        print("Graphviz `dot` not found, so here is the graph's DOT source instead "
-              "(paste it into any Graphviz viewer):\n")
+        print(_("Graphviz `dot` not found, so here is the graph's DOT source instead "
+                "(paste it into any Graphviz viewer):") + "\n")
         print(graph.visual_graph.source)
     return graph

@@ -1,11 +1,16 @@
-"""Where a student stands: every check of the course run on `exercises/`, one line each.
+"""Where a student stands: every check of the course run on `exercises/`, one row each.
 
-    python -m course.progress        # or: make check
+    python -m course.progress                       # or: make check
+    python -m course.progress --only 01.scaled_scores   # make check ONLY=01.scaled_scores
+    python -m course.progress --hidden              # make check HIDDEN=1
 
-Each exercise gets PASS, FAIL with the first line of the reason, or TODO (its code still raises
-NotImplementedError). The checks are discovered with `course.checks.all_checks()`, so a new
-lesson's checks appear here without a change; they compare with the recorded reference results
-in `course/reference_data/`, so this works without the reference solutions. It always exits 0:
+Each exercise gets PASS, FAIL, BLOCKED (it fails because an exercise it calls fails: the row
+names that one) or TODO (its code still raises NotImplementedError). Below the table comes the
+whole message of each failing exercise (of every chosen one with --only), wrapped to 80 columns.
+The checks are discovered with `course.checks.all_checks()` and compare with the recorded
+reference results in `course/reference_data/`, so this works without the reference solutions.
+With --hidden, every written exercise also runs on hidden-input kinds of cases drawn from a
+public seed, as the grader does on its secret one (course/confirm/public.py). It always exits 0:
 a table of work in progress is not an error.
 """
 from __future__ import annotations
@@ -15,12 +20,17 @@ import contextlib
 import importlib
 import io
 import sys
+import textwrap
 from dataclasses import dataclass
 
-from course.checks import CheckFailed, NotImplementedYet, all_checks
-from course.checks.core import Check, RecordedReference
+from course.checks import Blocked, NotImplementedYet, all_checks, lines
+from course.checks.core import Check
+from course.checks.depends import Session
+from course.checks.expected import RecordedReference
+from course.checks.registry import canonical
+from course.i18n import _
 
-REASON_WIDTH = 110  # keeps a row on one line of a terminal
+WIDTH = 80
 
 
 @dataclass
@@ -28,68 +38,126 @@ class Row:
     lesson: str
     check: str
     exercise: str  # "file.py: name", where the student writes it
-    status: str    # PASS, FAIL or TODO
-    reason: str = ""
+    status: str    # PASS, FAIL, BLOCKED or TODO
+    reason: str = ""   # one line: the problem (FAIL), what blocks it (BLOCKED)
+    message: str = ""  # the whole message of a check that did not pass
+    hidden: str | None = None  # with --hidden: "" when confirmed, else why not
 
 
-def _first_line(message: str) -> str:
-    lines = [line.strip() for line in str(message).splitlines() if line.strip()]
-    if not lines:
-        return ""
-    first = lines[0]
-    # "FAIL 01.x, case 'name':" says only which case; the problem is on the next line
-    if first.startswith("FAIL ") and len(lines) > 1:
-        first = lines[1] + " [" + first.split(", ", 1)[-1].rstrip(":") + "]"
-    return first if len(first) <= REASON_WIDTH else first[:REASON_WIDTH - 1] + "…"
-
-
-def run_check(check: Check, package: str = "exercises", reference=None) -> Row:
+def run_check(check: Check, package: str = "exercises", session: Session | None = None) -> Row:
     """Run one check on the student's code; never raises (a crash is a FAIL with its reason)."""
-    row = Row(check.lesson, check.id, f"exercises/{check.module}.py: {check.attribute}", "PASS")
+    session = session or Session(RecordedReference())
+    row = Row(check.lesson, check.id, f"{check.module}.py: {check.attribute}", lines.PASS)
     printed = io.StringIO()  # the student's prints would break the table
     try:
         with contextlib.redirect_stdout(printed):
-            module = importlib.import_module(f"{package}.{check.module}")
-            check(getattr(module, check.attribute), reference=reference, quiet=True)
-    except NotImplementedYet:
-        row.status = "TODO"
-    except CheckFailed as failure:
-        row.status, row.reason = "FAIL", _first_line(str(failure))
+            failure = check.judge(check.resolve(package), session=session)
     except Exception as error:  # import error, syntax error, missing name, missing reference
-        row.status = "FAIL"
-        row.reason = _first_line(f"{type(error).__name__}: {error}")
+        failure = error
+        session.statuses.pop(check.id, None)
+    if failure is None:
+        return row
+    row.message = str(failure) if not isinstance(failure, Exception) or \
+        isinstance(failure, AssertionError) else f"{type(failure).__name__}: {failure}"
+    if isinstance(failure, NotImplementedYet):
+        row.status = lines.TODO
+    elif isinstance(failure, Blocked):
+        row.status, row.reason = lines.BLOCKED, _blocked_reason(failure)
+    else:
+        row.status, row.reason = lines.FAIL, lines.summary(row.message)
     return row
 
 
-def progress(package: str = "exercises") -> list[Row]:
-    """One row per check, in lesson order."""
-    reference = RecordedReference()
+def _blocked_reason(failure: Blocked) -> str:
+    alone = {"pass": _("right on its own"), "fail": _("also wrong on its own"),
+             "untried": _("not tried on its own")}[failure.alone]
+    return _("by {roots}; {alone}").format(roots=", ".join(failure.roots), alone=alone)
+
+
+def progress(package: str = "exercises", only: list[str] | None = None) -> list[Row]:
+    """One row per check (or per chosen check), in lesson order."""
+    session = Session(RecordedReference())
     # stable sort: within a lesson, the order the lesson's module defines its checks in
     checks = sorted(all_checks().values(), key=lambda c: c.lesson)
-    return [run_check(check, package, reference) for check in checks]
+    chosen = {canonical(c) for c in only} if only else None
+    rows = []
+    for check in checks:
+        if chosen is None or check.id in chosen:
+            rows.append(run_check(check, package, session))
+    return rows
 
 
-def table(rows: list[Row]) -> str:
-    headers = ("lesson", "check", "exercise", "status")
-    widths = [max(len(h), *(len(getattr(r, h)) for r in rows)) for h in headers]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths)),
-             "  ".join("-" * w for w in widths)]
+def table(rows: list[Row], full: bool = False) -> str:
+    """The one-line-per-exercise table, then the whole message of each failing exercise."""
+    width = max(len(r.check) for r in rows) if rows else 10
+    hidden = any(r.hidden is not None for r in rows)
+    out = [f"{'status':<8} {'check':<{width}}  " + _("exercise (in exercises/), or what blocks it")
+           + (_("  [hidden]") if hidden else ""),
+           f"{'-' * 7:<8} {'-' * width}  {'-' * 43}"]
     for r in rows:
-        cells = [r.lesson, r.check, r.exercise, r.status]
-        line = "  ".join(c.ljust(w) for c, w in zip(cells, widths))
-        lines.append((line + "  " + r.reason) if r.reason else line.rstrip())
-    counts = {s: sum(r.status == s for r in rows) for s in ("PASS", "FAIL", "TODO")}
-    lines.append("")
-    lines.append(f"{counts['PASS']} of {len(rows)} exercises pass, {counts['FAIL']} fail, "
-                 f"{counts['TODO']} to do. A lesson's check cell shows the whole message.")
-    return "\n".join(lines)
+        note = r.reason if r.status == lines.BLOCKED else r.exercise
+        mark = "" if r.hidden is None else ("  [" + (_("hidden: confirmed") if not r.hidden
+                                                      else _("hidden: differs")) + "]")
+        out.append(f"{r.status:<8} {r.check:<{width}}  {note}{mark}".rstrip())
+    for r in rows:
+        if r.message and (full or r.status == lines.FAIL or
+                          (r.status == lines.BLOCKED and "also wrong" in r.reason)):
+            out += ["", wrap(r.message)]
+        if r.hidden:
+            out += ["", wrap(_("hidden {id}: {why}").format(id=r.check, why=r.hidden))]
+    counts = {s: sum(r.status == s for r in rows)
+              for s in (lines.PASS, lines.FAIL, lines.BLOCKED, lines.TODO)}
+    out += ["", wrap(_("The whole message of one check: make check ONLY=<check>. Your code on "
+                       "the kinds of hidden cases the grader uses: make check HIDDEN=1.")),
+            _("{passed} of {total} exercises pass, {failed} fail, {blocked} blocked, {todo} to "
+              "do.").format(passed=counts[lines.PASS], total=len(rows), failed=counts[lines.FAIL],
+                            blocked=counts[lines.BLOCKED], todo=counts[lines.TODO])]
+    return "\n".join(out)
+
+
+def wrap(message: str, width: int = WIDTH) -> str:
+    """A check's message with every long line wrapped at `width`, continuations indented."""
+    out = []
+    for line in message.splitlines():
+        indent = line[:len(line) - len(line.lstrip())]
+        first, *rest = textwrap.wrap(line.strip(), width - len(indent), break_long_words=False,
+                                     break_on_hyphens=False) or [""]
+        out.append(indent + first)
+        out += [indent + "    " + piece for piece in
+                textwrap.wrap(" ".join(rest), width - len(indent) - 4, break_long_words=False,
+                              break_on_hyphens=False)]
+    return "\n".join(out)
+
+
+def add_hidden(rows: list[Row]) -> None:
+    """Run the public hidden cases of every written exercise (make check HIDDEN=1)."""
+    from course.confirm.public import rehearse
+
+    written = [r.check for r in rows if r.status != lines.TODO]
+    if not written:
+        return
+    verdicts = rehearse(written)
+    for row in rows:
+        if row.check in verdicts:
+            row.hidden = verdicts[row.check] or ""
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description="a table of every exercise: PASS, FAIL or TODO")
-    parser.parse_args(argv)
+    parser = argparse.ArgumentParser(description="a table of every exercise: PASS, FAIL, "
+                                                 "BLOCKED or TODO")
+    parser.add_argument("--only", nargs="*", default=None, help="check ids (whole messages)")
+    parser.add_argument("--hidden", action="store_true",
+                        help="also run the hidden-input kinds of cases (public seed)")
+    args = parser.parse_args(argv)
     importlib.invalidate_caches()
-    print(table(progress()))
+    only = [i for value in args.only or [] for i in value.replace(",", " ").split()] or None
+    rows = progress(only=only)
+    if only and not rows:
+        print(_("no check with the id {ids}").format(ids=", ".join(only)))
+        return 0
+    if args.hidden:
+        add_hidden(rows)
+    print(table(rows, full=bool(only)))
     return 0
 
 

@@ -38,8 +38,9 @@ def blob_url(path: str, root: Path = ROOT) -> str:
 
 
 def places(root: Path = ROOT) -> list[Path]:
-    return [root / "notebooks" / "src" / "_header.py", root / "README.md",
-            *sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb"))]
+    return [root / "notebooks" / "src" / "_header.py", root / "README.md", root / "README.zh-CN.md",
+            *sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb")),
+            *sorted((root / "notebooks" / "zh").glob("[0-9][0-9]_*.ipynb"))]
 
 
 def disagreements(root: Path = ROOT) -> list[str]:
@@ -50,7 +51,7 @@ def disagreements(root: Path = ROOT) -> list[str]:
         if not path.exists():
             continue
         text = path.read_text()
-        pattern = BADGES if path.name == "README.md" else URL
+        pattern = BADGES if path.name.startswith("README") else URL
         for match in pattern.finditer(text):
             if match["repo"] != repo:
                 found.append(f"{path.relative_to(root)} names {match['repo']}, the setting is {repo}")
@@ -66,7 +67,7 @@ def set_repository(repo: str, root: Path = ROOT) -> list[Path]:
         if not path.exists():
             continue
         text = path.read_text()
-        pattern = BADGES if path.name == "README.md" else URL
+        pattern = BADGES if path.name.startswith("README") else URL
         new = pattern.sub(lambda m: m.group(0).replace(m["repo"], repo, 1), text)
         if new != text:
             path.write_text(new)

@@ -511,6 +511,25 @@ def _wait_idle(page, timeout: float = 60.0) -> str:
     return status
 
 
+def _page_settled(page, quiet: float = 1.5, timeout: float = 60.0) -> bool:
+    """Wait until nothing on the whole page changes for `quiet` seconds; False on timeout.
+
+    A Voilà page has no notebook panel to ask whether the kernel is idle, and a drag sends a
+    value per step: redraws that one widget still owes (each may take seconds) would otherwise
+    eat into the next widget's time to respond."""
+    body = page.locator("body")
+    deadline = time.monotonic() + timeout
+    last, since = _fingerprint(page, body), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.3)
+        now = _fingerprint(page, body)
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return True
+    return False
+
+
 def _settled_fingerprint(page, root, timeout: float = 15.0):
     """The fingerprint once the kernel is idle and it stays the same for half a second, so that
     late redraws of the previous control are not credited to the next one."""
@@ -560,6 +579,8 @@ def _exercise_widgets(page, roots, widget_cells, result, stem, screenshots, chan
         root = roots.nth(k)
         widget = WidgetResult(index=k + 1, cell=widget_cells[k] if k < len(widget_cells) else -1)
         result.widgets.append(widget)
+        if page.evaluate("() => window.__coursePanel === undefined"):  # Voilà: no idle status
+            _page_settled(page)  # the previous widget's owed redraws land before this one moves
         root.scroll_into_view_if_needed()
         page.wait_for_timeout(200)
         controls = root.locator(", ".join(CONTROL_SELECTORS.values()))  # in page order

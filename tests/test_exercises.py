@@ -32,6 +32,12 @@ def test_recorded_reference_matches_solutions():
     assert verify() == [], "run `make reference`"
 
 
+def test_recorded_public_hidden_cases_match_solutions():
+    from course.reference import verify_public
+
+    assert verify_public() == [], "run `make reference`"
+
+
 def test_check_reports_a_missing_return():
     import pytest
 
@@ -110,7 +116,7 @@ class _Live:
     def outputs(self, check, case):
         import torch
 
-        from course.checks.core import as_outputs
+        from course.checks.outputs import as_outputs
         with torch.no_grad():
             return as_outputs(case.run(self.impl))
 
@@ -155,3 +161,63 @@ def test_engine_accepts_a_view_of_an_input():
         return bias
 
     check_broadcastable_bias(aligned, quiet=True)
+
+
+# ------------------------------------------------------------------ issue 20: what a failure says
+
+def test_a_crash_names_the_students_line_and_hides_the_course_frames(capsys):
+    import traceback
+
+    import pytest
+
+    from course.checks import CheckFailed, show_traceback
+    from course.checks.lesson00 import check_batched_dot
+
+    def batched_dot(a, b):
+        total = (a * b).sum(dim=-1)  # noqa: F841 - the student's typo is on the next line
+        return totl  # noqa: F821
+
+    with pytest.raises(CheckFailed) as failure:
+        check_batched_dot(batched_dot)
+    message = str(failure.value)
+    assert "raised NameError: name 'totl' is not defined" in message
+    assert "line " in message and "return totl" in message
+    assert "hint: `totl` is not defined there" in message
+    frames = traceback.extract_tb(failure.tb)
+    assert len(frames) <= 3, [f.filename for f in frames]  # the caller, Check.__call__: no more
+    assert failure.value.__cause__ is None and failure.value.__suppress_context__ is False
+    show_traceback()
+    assert "NameError" in capsys.readouterr().out
+
+
+def test_a_float32_result_is_a_fail_with_a_hint_never_a_crash():
+    """Lesson 02's probe once compared a float32 result with float64 ones through allclose."""
+    import pytest
+    import torch
+
+    from course.checks import CheckFailed
+    from course.checks.lesson02 import check_attention_weights
+    from solutions.attention import attention_weights
+
+    with pytest.raises(CheckFailed) as failure:
+        check_attention_weights(lambda *a, **k: attention_weights(*a, **k).float(), quiet=True)
+    assert "your result is float32" in str(failure.value)
+    assert torch.get_default_dtype() == torch.float32  # nothing changed the default on the way
+
+
+def test_a_float32_case_compares_with_float32_tolerances():
+    import torch
+
+    from course.checks.outputs import difference
+
+    want = torch.tensor([1.0, 2.0, 3.0])
+    assert difference("output", want, want + 1.2e-7, 1e-9, 1e-7) is None
+    assert difference("output", want.double(), want.double() + 1.2e-7, 1e-9, 1e-7) is not None
+
+
+def test_every_lesson_hint_is_listed_for_the_catalog():
+    from course.checks.lesson01 import check_scaled_scores
+    from course.checks.registry import learner_texts
+
+    texts = learner_texts()
+    assert check_scaled_scores.cases[0].hint in texts and len(texts) == len(set(texts))

@@ -1,170 +1,38 @@
-"""`make grade`: a hostile class graded in the sandbox, hidden confirmation, and the interface.
-
-The hostile class (tests/hostile/) is graded once (lessons 00-02, two students at a time); the
-whole gradebook is compared with the one expected, and checksums show that nothing outside each
-student's own sandbox changed. Timings are printed (run with -s to see them).
-"""
+"""`make grade`: hidden confirmation, and the interface. The hostile class is in
+tests/test_grading_hostile.py, the limits in tests/test_grading_limits.py, OUT across runs
+(resume, regrade, late students) in tests/test_grading_out.py."""
 from __future__ import annotations
 
-import csv
-import hashlib
-import importlib
-import json
 import os
-import pkgutil
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-import tests
 from course import ROOT
 from course.checks import all_checks
-from course.grading import hidden
-from course.grading.harness import resolve, run_case
-from course.grading.submission import report_names
+from course.grading.hidden import confirm as hidden
+from course.confirm.harness import resolve, run_case
+from course.grading.names import check_distinct
 from course.handout import build as build_handout
 from course.handout import problems as handout_problems
 from course.stubs import generate
-from tests.hostile.classroom import COLUMNS, EXPECTED, LESSONS, build_class
-from tests.mutation import mutated_module
+from tests.mutation import all_mutants, mutated_module
 
-CELL_TIMEOUT = 10     # seconds; the endless loop costs one of these
-MEMORY_MIB = 3000     # the huge allocation asks for 6 GiB
 needs_bwrap = pytest.mark.skipif(shutil.which("bwrap") is None,
                                  reason="bubblewrap (bwrap) is not installed: apt-get install bubblewrap")
 
 
-def tree_digest(folder: Path) -> dict[str, str]:
-    """Relative path -> sha256 (symlinks by their target), for every entry under folder."""
-    found = {}
-    for path in sorted(folder.rglob("*")):
-        relative = path.relative_to(folder).as_posix()
-        if path.is_symlink():
-            found[relative] = "link:" + os.readlink(path)
-        elif path.is_file():
-            found[relative] = hashlib.sha256(path.read_bytes()).hexdigest()
-    return found
-
-
 def grade(subs: Path, out: Path, *extra: str, timeout: float = 1800) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "course.grade", "--submissions", str(subs),
+    return subprocess.run([sys.executable, "-m", "course.grading", "--submissions", str(subs),
                            "--out", str(out), *extra], cwd=ROOT,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
                           text=True, timeout=timeout)
 
 
-def _pwned_in_root() -> list[Path]:
-    return [p for p in (ROOT / "PWNED.txt", ROOT / "solutions" / "PWNED.txt",
-                        ROOT / "reports" / "PWNED.md") if p.exists()]
-
-
-@pytest.fixture(scope="module")
-def hostile(tmp_path_factory):
-    base = tmp_path_factory.mktemp("class")
-    subs, out, work = base / "submissions", base / "out", base / "work"
-    work.mkdir()
-    build_class(subs, out, work)
-    before = tree_digest(subs)
-    start = time.perf_counter()
-    done = grade(subs, out, "--jobs", "2", "--lessons", *LESSONS, "--cell-timeout", str(CELL_TIMEOUT),
-                 "--memory-limit", str(MEMORY_MIB), "--workdir", str(work), "--keep")
-    seconds = time.perf_counter() - start
-    print(done.stdout[-3000:], done.stderr[-3000:])
-    print(f"hostile class of {len(EXPECTED)} graded in {seconds:.0f} s with --jobs 2")
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    time.sleep(2)  # anything a student left running would keep writing now
-    pwned = _pwned_in_root()
-    for path in pwned:
-        path.unlink()
-    yield {"out": out, "subs": subs, "work": work, "before": before, "pwned_root": pwned,
-           "stdout": done.stdout, "stderr": done.stderr}
-    shutil.rmtree(work, ignore_errors=True)
-
-
-@needs_bwrap
-@pytest.mark.slow
-def test_hostile_gradebook(hostile):
-    with open(hostile["out"] / "gradebook.csv", newline="", encoding="utf-8") as handle:
-        rows = list(csv.DictReader(handle))
-    assert list(rows[0]) == ["student", "status", "total", "max", *COLUMNS, "flags"]
-    got = {r["student"]: (r["status"], [int(r[c]) for c in COLUMNS], r["flags"]) for r in rows}
-    assert got == EXPECTED
-    for r in rows:
-        assert r["total"] == str(sum(EXPECTED[r["student"]][1])) and r["max"] == "8"
-    assert "symlinked_student (a symlink)" in hostile["stderr"]
-
-
-@needs_bwrap
-@pytest.mark.slow
-def test_nothing_outside_a_sandbox_changed(hostile):
-    out, subs = hostile["out"], hostile["subs"]
-    assert tree_digest(subs) == hostile["before"], "a file under SUBMISSIONS changed"
-    assert not hostile["pwned_root"], f"a student wrote into the repository: {hostile['pwned_root']}"
-    for path in out.rglob("*"):
-        assert "PWNED" not in path.name, path
-        if path.is_file() and path.suffix in (".md", ".csv", ".json"):
-            assert "PWNED = 1" not in path.read_text(encoding="utf-8"), path
-    results = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    names = {s["student"]: s["report_name"] for s in results["students"]}
-    assert len(set(names.values())) == len(names)
-    assert sorted(p.name for p in (out / "reports").iterdir()) == sorted(f"{n}.md" for n in names.values())
-    for student, name in names.items():  # each report is its own student's
-        assert (out / "reports" / f"{name}.md").read_text(encoding="utf-8").startswith(f"# {student}: ")
-    pristine = next(hostile["work"].glob("grade-*/pristine"))
-    fresh = build_handout(hostile["work"] / "fresh")
-    fresh_digest = {k: v for k, v in tree_digest(fresh).items()
-                    if not k.startswith(("course/grading", "course/grade"))}
-    assert tree_digest(pristine) == fresh_digest, "the pristine copy changed"
-    assert not list(hostile["work"].glob("PWNED*"))
-
-
-@needs_bwrap
-@pytest.mark.slow
-def test_hostile_reports_say_why(hostile):
-    out = hostile["out"]
-    names = {s["student"]: s["report_name"] for s in
-             json.loads((out / "results.json").read_text(encoding="utf-8"))["students"]}
-
-    def report(student):
-        return (out / "reports" / f"{names[student]}.md").read_text(encoding="utf-8")
-
-    assert report("perfect").count("confirmed on hidden inputs): 1 / 1") == 8
-    assert names["先生A"] != names["学生A"] and names["perfect"] == "perfect"
-    assert "NOT IMPLEMENTED YET: 00.batched_dot" in report("untouched_stubs")
-    bugs = report("one_bug_per_lesson")
-    assert "FAIL 00.batched_dot, case" in bugs and "hint:" in bugs
-    assert "SyntaxError" in report("syntax_error") and "exercises/softmax.py" in report("syntax_error")
-    assert "TIMEOUT" in report("infinite_loop")
-    assert "IndexError" in report("import_exception")
-    assert "allocate" in report("huge_allocation")
-    assert "NaN" in report("nan_outputs")
-    assert "kernel died" in report("kills_kernel")
-    misnamed = report("misnamed_files")
-    assert "Softmax.py (taken as a helper module" in misnamed
-    assert "softmax (1).py (not a module name; did you mean exercises/softmax.py?)" in misnamed
-    fake = report("ships_fake_solutions")
-    assert "softmax.py (a symlink)" in fake and "solutions/ (only exercises/*.py count)" in fake
-    for cheat in ("cheat_patch_check", "cheat_reference_data", "cheat_patch_torch"):
-        assert "PASS in the notebook, not confirmed on hidden inputs" in report(cheat), cheat
-    assert "no solutions found" in report("cheat_walk_to_solutions")
-    assert "kernel died" in report("cheat_pass_then_exit")
-    assert len(report("flood_of_output")) < 20_000
-    assert "UNSAFE" not in report("perfect")
-
-
 # ---------------------------------------------------------------------- hidden confirmation
-
-def _all_mutants():
-    found = []
-    for info in pkgutil.iter_modules(tests.__path__):
-        if info.name.startswith("mutants_"):
-            found += importlib.import_module(f"tests.{info.name}").MUTANTS
-    return found
-
 
 # Mutants whose bug cannot change any output on hidden inputs, with the reason. (None today.)
 NOT_OUTPUT_CHANGING: dict[str, str] = {}
@@ -173,7 +41,7 @@ SEEDS = (11, 12, 13)
 
 def test_every_check_has_hidden_specs():
     missing = sorted(set(all_checks()) - set(hidden.specs()))
-    assert not missing, f"checks without hidden cases (add them to course/grading/hidden_specs.py): {missing}"
+    assert not missing, f"checks without hidden cases (add them to course/grading/hidden/lessonNN.py): {missing}"
 
 
 def _confirm(check, impl, seed):
@@ -201,7 +69,7 @@ def test_hidden_cases_differ_between_seeds():
                    for a, b in zip(first, second))
 
 
-@pytest.mark.parametrize("mutant", _all_mutants(), ids=lambda m: m.id)
+@pytest.mark.parametrize("mutant", all_mutants(), ids=lambda m: m.id)
 def test_hidden_confirmation_catches_mutant(mutant):
     if mutant.id in NOT_OUTPUT_CHANGING:
         pytest.skip(NOT_OUTPUT_CHANGING[mutant.id])
@@ -214,14 +82,16 @@ def test_hidden_confirmation_catches_mutant(mutant):
 # ----------------------------------------------------------------------------- the interface
 
 def test_report_names_are_distinct_and_readable():
-    names = report_names(["perfect", "先生A", "学生A", "a b", "a_b", "Perfect", "..\\x", "x"])
-    assert len(set(names.values())) == len(names)
-    assert len({n.casefold() for n in names.values()}) == len(names)
-    assert names["x"] == "x" and names["先生A"] == "先生A" and names["学生A"] == "学生A"
-    # names that clash once cleaned (or differ only in case) all get a hash: none is favoured
-    assert names["a b"].startswith("a_b-") and names["a_b"].startswith("a_b-")
-    assert names["perfect"].startswith("perfect-") and names["Perfect"].startswith("Perfect-")
-    assert all("/" not in n and not n.startswith(".") for n in names.values())
+    folders = ["perfect", "先生A", "学生A", "a b", "a_b", "Perfect", "..\\x", "x", "Ann Lee",
+               "Ann_Lee-a36e143c", "Ann_Lee~a36e143c5359", "--out=evil", "=1+1", "é", "e\u0301"]
+    names = check_distinct(folders)
+    assert len(set(names.values())) == len({n.casefold() for n in names.values()}) == len(folders)
+    # a plain lower-case file name stays as it is; anything else gets "~" and its own hash
+    assert names["x"] == "x" and names["perfect"] == "perfect" and names["a_b"] == "a_b"
+    assert names["a b"].startswith("a_b~") and names["Perfect"].startswith("Perfect~")
+    assert names["先生A"].startswith("先生A~") and names["Ann Lee"].startswith("Ann_Lee~")
+    assert names["--out=evil"].startswith("out_evil~")
+    assert all("/" not in n and not n.startswith((".", "-")) for n in names.values())
 
 
 def test_usage_errors_write_nothing(tmp_path):
@@ -245,7 +115,7 @@ def test_refuses_without_bubblewrap(tmp_path):
     (subs / "someone" / "exercises").mkdir(parents=True)
     (subs / "someone" / "exercises" / "warmup.py").write_text("x = 1\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PATH": str(Path(sys.executable).parent)}
-    done = subprocess.run([sys.executable, "-m", "course.grade", "--submissions", str(subs),
+    done = subprocess.run([sys.executable, "-m", "course.grading", "--submissions", str(subs),
                            "--out", str(tmp_path / "out")], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 2
@@ -268,7 +138,7 @@ def test_same_gradebook_whatever_jobs_and_relative_paths(tmp_path):
         (subs / "c_stub" / file).write_text(text)
     books = []
     for jobs in ("1", "3"):
-        done = subprocess.run([sys.executable, "-m", "course.grade", "--submissions", "subs",
+        done = subprocess.run([sys.executable, "-m", "course.grading", "--submissions", "subs",
                                "--out", f"out{jobs}", "--jobs", jobs, "--lessons", "00"],
                               cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
                               capture_output=True, text=True, timeout=600)
@@ -341,16 +211,33 @@ def test_a_check_passes_only_on_its_own_pass_line():
 
 
 def test_lessons_option_and_points_file(tmp_path):
-    from course.grading.plan import load_points, parse_lessons
+    from course.grading.plan import PointsError, load_points, parse_lessons
 
     assert parse_lessons(["00-02"]) == ["00", "01", "02"]
     assert parse_lessons(["1,3", "7"]) == ["01", "03", "07"]
     assert parse_lessons(None) is None
     config = tmp_path / "points.toml"
-    config.write_text('default = 2\n[points]\n"00.batched_dot" = 0.5\n')
-    assert load_points(["00.batched_dot", "01.stable_softmax"], config) == {
-        "00.batched_dot": 0.5, "01.stable_softmax": 2.0}
+    config.write_text('default = 2\n[points]\n"00.batched_dot" = 0.5\n"07.gate_headwise" = 3\n')
+    assert load_points(["00.batched_dot", "01.stable_softmax", "08.gate_headwise"], config) == {
+        "00.batched_dot": 0.5, "01.stable_softmax": 2.0, "08.gate_headwise": 3.0}  # an alias
     assert load_points(["00.batched_dot"], tmp_path / "missing.toml") == {"00.batched_dot": 1.0}
+    config.write_text('[points]\n"06.gated_mha" = 3\n"00.batched_dot" = 1\n')
+    with pytest.raises(PointsError) as error:
+        load_points(["00.batched_dot"], config)
+    assert "no check is called '06.gated_mha'" in str(error.value.code)
+    assert "06.full_module" in str(error.value.code) and "07.gate_headwise" in str(error.value.code)
+
+
+def test_the_instructors_guide_points_example_is_valid(tmp_path):
+    """The TOML example in docs/instructors.md loads: every check it names exists."""
+    import re
+
+    from course.grading.plan import load_points
+
+    guide = (ROOT / "docs" / "instructors.md").read_text()
+    example = re.search(r"```toml\n(.*?)```", guide, re.S)[1]
+    (tmp_path / "points.toml").write_text(example)
+    assert load_points(["00.batched_dot"], tmp_path / "points.toml")["00.batched_dot"] == 0
 
 
 def _one_perfect_student(tmp_path) -> Path:
@@ -383,11 +270,89 @@ def test_unsafe_switch_is_stated_in_every_report(tmp_path):
 def test_private_tmp_does_not_hide_an_environment_under_tmp():
     """A clone (and its .venv) under /tmp, as CI may use: the environment is bound after the
     sandbox's private /tmp, so it stays visible inside."""
-    from course.grading.sandbox import Sandbox, python_roots
+    from course.grading.sandbox import Layout, bwrap_args, python_roots
 
-    cmd = Sandbox().command(["true"])
+    cmd = bwrap_args(Layout(tmpfs={"/tmp": 1 << 20}), [])
     tmpfs = cmd.index("--tmpfs")
     for root in python_roots():
         binds = [i for i in range(len(cmd) - 2)
                  if cmd[i] == "--ro-bind" and cmd[i + 1] == str(root)]
         assert binds and min(binds) > tmpfs, f"{root} is bound before the private /tmp"
+
+
+def test_shards_are_a_deterministic_partition_of_the_class(tmp_path):
+    from course.grading.folders import UsageError, class_folders, parse_shard
+
+    subs = tmp_path / "subs"
+    folders = ["ada", "bob", "cy", "dee", "eve", "Ann Lee", "zed"]
+    for name in folders:
+        (subs / name).mkdir(parents=True)
+    out = tmp_path / "out"
+    shares = [[p.name for p in class_folders(subs, out, shard=parse_shard(f"{k}/3")).chosen]
+              for k in (1, 2, 3)]
+    assert shares == [["Ann Lee", "cy", "zed"], ["ada", "dee"], ["bob", "eve"]]  # sorted, every 3rd
+    assert sorted(sum(shares, [])) == sorted(folders)
+    assert [p.name for p in class_folders(subs, out, ["dee", "ada"], parse_shard("2/3")).chosen] \
+        == ["dee", "ada"]
+    for bad in ("0/3", "4/3", "2", "a/b"):
+        with pytest.raises(UsageError):
+            parse_shard(bad)
+    with pytest.raises(UsageError, match="outside shard 1/3"):
+        class_folders(subs, out, ["ada"], parse_shard("1/3"))
+
+
+# ------------------------------------------------------------ one bug is charged once
+
+def test_the_public_seed_is_refused():
+    from course.confirm.public import PUBLIC_SEED
+    from course.grading.outdir import OutError, check_seed
+
+    with pytest.raises(OutError, match="public"):
+        check_seed(PUBLIC_SEED)
+    check_seed(PUBLIC_SEED + 1)
+
+
+def test_an_isolated_entry_holds_only_the_failing_exercises_calls():
+    """The call tables hold the reference's outputs: a sandbox gets those of the exercises that
+    fail for this student and no others (a passing one is never answered for it)."""
+    from course.grading.hidden_run import isolated_entry
+    from course.grading.prepare import _graded
+    from course.grading.plan import lesson_plan
+
+    checks, entries = _graded(lesson_plan(ROOT, ["01", "02"]), None, 7)
+    assert all("calls" not in entry for entry in entries)  # the first pass: no tables at all
+    weights = checks["02.attention_weights"]
+    assert set(weights.uses) == {"01.scaled_scores", "01.stable_softmax"}
+    assert isolated_entry(weights, set()) is None
+    assert isolated_entry(weights, {"00.batched_dot"}) is None
+    entry, blockers = isolated_entry(weights, {"01.scaled_scores"})
+    assert blockers == ["01.scaled_scores"] and entry["stand_ins"] == ["softmax:scaled_scores"]
+    assert entry["cases"] is weights.cases
+    targets = {call["target"] for table in entry["calls"] for call in table}
+    assert targets == {"softmax:scaled_scores"}
+
+
+@needs_bwrap
+def test_one_upstream_bug_costs_one_point(tmp_path):
+    """Issue 20: scaled_scores without / sqrt(c) loses 01.scaled_scores only; every lesson-02
+    exercise that calls it is right, so it earns its points (confirmed on hidden inputs with the
+    reference's scaled_scores in its place), and the report says so."""
+    subs = _one_perfect_student(tmp_path)
+    softmax = subs / "ada" / "exercises" / "softmax.py"
+    source = softmax.read_text()
+    assert source.count("q @ k.transpose(-2, -1) / math.sqrt(c)") == 1
+    softmax.write_text(source.replace("q @ k.transpose(-2, -1) / math.sqrt(c)",
+                                      "q @ k.transpose(-2, -1)"))
+    out = tmp_path / "out"
+    done = grade(subs, out, "--lessons", "01-02")
+    assert done.returncode == 0, done.stderr
+    import csv
+    import json
+
+    row = next(csv.DictReader((out / "gradebook.csv").open()))
+    lost = [c for c, v in row.items() if c[:2] in {"01", "02"} and v != "1"]
+    assert lost == ["01.scaled_scores"], row
+    record = json.loads(next((out / "students").glob("*.json")).read_text())
+    by_id = {c["id"]: c for c in record["checks"]}
+    assert by_id["02.attention_weights"]["blocked_by"] == ["01.scaled_scores"]
+    assert by_id["02.attention_weights"]["confirmed"] is True

@@ -1,4 +1,9 @@
-"""The lesson notebooks: strict nbval against the solutions, check cells failing on the stubs."""
+"""The lesson notebooks: strict nbval against the solutions, check cells failing on the stubs.
+
+The Chinese notebooks (notebooks/zh/) run strict nbval too, within the same time bound. Their
+code cells are the English ones (tests/test_zh_notebooks.py), so the stubs test, the check-cell
+rules and the check-coverage test run on the English notebooks only.
+"""
 import re
 
 import jupytext
@@ -14,6 +19,7 @@ from tests.notebook_runs import NOTEBOOKS, cells_tagged, execute_allowing_errors
 
 MAX_SECONDS = 30  # per lesson on 2 CPU cores (kernel start-up and pytest included, so generous)
 NAMES = [p.name for p in NOTEBOOKS]
+ZH_NAMES = [f"zh/{p.name}" for p in sorted((ROOT / "notebooks" / "zh").glob("[0-9][0-9]_*.ipynb"))]
 GPU_STARTUP_SECONDS = 15  # CUDA context and kernels loading, on the first use of a card
 
 
@@ -53,7 +59,7 @@ def test_committed_notebook_matches_its_source(source):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("notebook", NAMES)
+@pytest.mark.parametrize("notebook", NAMES + ZH_NAMES)
 def test_strict_nbval_against_solutions(solutions_copy, notebook):
     done, seconds = run_nbval(solutions_copy, notebook)
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]

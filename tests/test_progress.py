@@ -9,7 +9,9 @@ import pytest
 
 from course import ROOT
 from course.checks import all_checks
-from course.progress import progress, table
+from course.progress import progress, table, wrap
+
+STATUSES = ("PASS", "FAIL", "BLOCKED", "TODO")
 
 
 def statuses(rows):
@@ -26,7 +28,7 @@ def test_the_lesson_column_is_the_checks_lesson_not_its_id():
     rows = {r.check: r for r in progress("exercises")}
     for check in all_checks().values():
         assert rows[check.id].lesson == check.lesson
-    assert rows["07.gate_elementwise"].lesson == "08"
+    assert rows["08.gate_elementwise"].lesson == "08"
 
 
 def test_the_solutions_pass_every_check():
@@ -47,7 +49,7 @@ def student(tmp_path, monkeypatch):
     return "student_work"
 
 
-def test_a_bug_is_a_fail_with_its_reason_and_the_rest_still_runs(student):
+def test_a_bug_is_one_fail_and_what_it_blocks_says_so(student):
     rows = {r.check: r for r in progress(student)}
     assert rows["00.batched_dot"].status == "FAIL"
     assert "SyntaxError" in rows["00.batched_dot"].reason
@@ -55,8 +57,20 @@ def test_a_bug_is_a_fail_with_its_reason_and_the_rest_still_runs(student):
     assert "max |expected - got|" in rows["01.scaled_scores"].reason
     assert "[case '" in rows["01.scaled_scores"].reason
     assert rows["02.causal_mask"].status == "PASS"
+    assert rows["02.attention_weights"].status == "BLOCKED"
+    assert rows["02.attention_weights"].reason == "by 01.scaled_scores; right on its own"
     text = table(list(rows.values()))
-    assert "FAIL" in text and "\n" not in rows["01.scaled_scores"].reason
+    assert "\n" not in rows["01.scaled_scores"].reason
+    assert "hint: these scores match a division by c" in text  # the whole message, below
+    assert all(len(line) <= 80 for line in text.split("\n\n", 1)[1].splitlines()), text
+
+
+def test_only_shows_the_whole_message_of_the_chosen_check(student):
+    rows = progress(student, only=["02.attention_weights"])
+    assert [r.check for r in rows] == ["02.attention_weights"]
+    text = table(rows, full=True)
+    assert "BLOCKED 02.attention_weights by 01.scaled_scores:" in text
+    assert "all 11 cases pass" in text
 
 
 def test_make_check_prints_the_table_and_exits_0():
@@ -64,10 +78,24 @@ def test_make_check_prints_the_table_and_exits_0():
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[0].split() == ["lesson", "check", "exercise", "status"]
-    rows = [line for line in lines if line.split()[4:5] in (["PASS"], ["FAIL"], ["TODO"])]
+    assert lines[0].split()[:2] == ["status", "check"]
+    rows = [line for line in lines if line.split()[:1] and line.split()[0] in STATUSES]
     assert len(rows) == len(all_checks())
     assert "exercises pass" in lines[-1]
+
+
+def test_make_check_only_takes_an_alias(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "course.progress", "--only", "07.gate_headwise"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "08.gate_headwise" in done.stdout and "NOT IMPLEMENTED YET: 08.gate_headwise" in done.stdout
+
+
+def test_wrap_keeps_the_indent_and_80_columns():
+    message = "FAIL x, case 'y':\n  hint: " + "word " * 40
+    wrapped = wrap(message)
+    assert all(len(line) <= 80 for line in wrapped.splitlines())
+    assert wrapped.splitlines()[2].startswith("      word")
 
 
 def test_a_not_implemented_message_names_one_lesson():

@@ -52,6 +52,11 @@ def test_layout_controls_above_image_above_caption(box):
     assert isinstance(caption, widgets.HTML) and "what to look at" in caption.value
 
 
+def test_the_caption_is_plain_text_not_html():
+    caption = live_figure(draw_line, {"slope": widgets.FloatSlider()}, "the <pad> columns").children[2]
+    assert "&lt;pad&gt;" in caption.value and "<pad>" not in caption.value
+
+
 def test_every_control_redraws_the_same_image_in_place(box):
     box, controls = box
     image = box.children[1]

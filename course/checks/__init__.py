@@ -1,28 +1,18 @@
-"""Checks for every exercise, one module per lesson (`lessonNN.py`), collected in a registry."""
+"""Checks for every exercise, one module per lesson (`lessonNN.py`), found by `registry`.
+
+    from course.checks import all_checks, get_check
+    from course.checks.lesson01 import check_stable_softmax   # what a notebook's check cell does
+
+The engine is `core` (Case, Check), `running` (every case on an implementation), `hints` (the hint
+from all the evidence), `depends` (BLOCKED: a failing exercise it uses; COURSE_ISOLATE),
+`messages` and `failures` (what a failed check says and raises), `outputs` compares results,
+`expected` says where the reference results come from, `lines` owns the PASS/FAIL/BLOCKED lines.
+"""
 from __future__ import annotations
 
-import importlib
-import pkgutil
+from course.checks.core import Case, Check, show_traceback
+from course.checks.failures import Blocked, CheckFailed, NotImplementedYet
+from course.checks.registry import all_checks, get_check
 
-from course.checks.core import Case, Check, CheckFailed, NotImplementedYet
-
-__all__ = ["Case", "Check", "CheckFailed", "NotImplementedYet", "all_checks", "get_check"]
-
-
-def all_checks() -> dict[str, Check]:
-    """Every Check defined in course/checks/lesson*.py, by id."""
-    found: dict[str, Check] = {}
-    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-        if not info.name.startswith("lesson"):
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        for value in vars(module).values():
-            if isinstance(value, Check):
-                if value.id in found and found[value.id] is not value:
-                    raise ValueError(f"two checks share the id {value.id}")
-                found[value.id] = value
-    return found
-
-
-def get_check(check_id: str) -> Check:
-    return all_checks()[check_id]
+__all__ = ["Blocked", "Case", "Check", "CheckFailed", "NotImplementedYet", "all_checks",
+           "get_check", "show_traceback"]

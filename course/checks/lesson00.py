@@ -1,5 +1,4 @@
 """Checks for lesson 00 (start here): the warm-up exercise."""
-import torch
 
 from course.checks.core import Case, Check
 from course.checks.inputs import randn

@@ -7,6 +7,7 @@ import torch
 
 from course.checks.core import Case, Check
 from course.checks.inputs import randn
+from course.i18n import N_, _
 
 
 def _finite(outputs) -> str | None:
@@ -73,39 +74,61 @@ check_stable_softmax = Check(
 )
 
 
-TRANSPOSED_HINT = "the result is (queries, keys): q @ k.transpose(-2, -1), not k @ q^T"
+TRANSPOSED_HINT = N_("the result is (queries, keys): q @ k.transpose(-2, -1), not k @ q^T")
 
 
-def _which_scale(c: int):
+def _which_scale(c: int, q_shape: tuple[int, ...] = ()):
     """Diagnosis for scaled_scores: name the wrong scale the scores match, if any.
 
     The expected scores are S / sqrt(c) (S = q @ k^T), so S = expected * sqrt(c), and the usual
-    wrong scales are easy to compute from it.
+    wrong scales are easy to compute from it. Any other single number the scores were divided by
+    is named too, with the axis of q whose size it is.
     """
     def diagnose(expected, got) -> str | None:
         want, have = expected["output"], got["output"]
         if have.shape != want.shape:
             transposed = want.transpose(-2, -1)
             if have.shape == transposed.shape and torch.allclose(have.double(), transposed):
-                return TRANSPOSED_HINT
+                return _(TRANSPOSED_HINT)
             return None
         n_q, n_k = want.shape[-2], want.shape[-1]
         raw = want * math.sqrt(c)
         candidates = [
-            ("no scaling at all", raw),
-            (f"a division by c = {c} instead of its square root", raw / c),
-            (f"a division by sqrt(number of keys) = sqrt({n_k})", raw / math.sqrt(n_k)),
-            (f"a division by the number of keys = {n_k}", raw / n_k),
-            (f"a division by sqrt(number of queries) = sqrt({n_q})", raw / math.sqrt(n_q)),
+            (N_("no scaling at all"), raw),
+            (N_("a division by c = {c} instead of its square root (sqrt(c) twice?)"), raw / c),
+            (N_("a division by sqrt(number of keys) = sqrt({n_k})"), raw / math.sqrt(n_k)),
+            (N_("a division by the number of keys = {n_k}"), raw / n_k),
+            (N_("a division by sqrt(number of queries) = sqrt({n_q})"), raw / math.sqrt(n_q)),
         ]
         for label, candidate in candidates:
             if torch.allclose(candidate, want, rtol=1e-9, atol=1e-12):
                 continue  # here this wrong scale equals the right one: it cannot be told apart
             if torch.allclose(have.double(), candidate, rtol=1e-6, atol=1e-9):
-                return (f"these scores match {label}: divide by sqrt(c) = sqrt({c}), with "
-                        f"c = q.shape[-1] (the channels, not a sequence length)")
-        return None
+                return _(SCALE_MATCH).format(label=_(label).format(c=c, n_k=n_k, n_q=n_q), c=c)
+        return _other_divisor(raw, have, c, q_shape)
     return diagnose
+
+
+SCALE_MATCH = N_("these scores match {label}: divide by sqrt(c) = sqrt({c}), with c = q.shape[-1] "
+                 "(the channels, not a sequence length)")
+
+
+def _other_divisor(raw: torch.Tensor, have: torch.Tensor, c: int, q_shape) -> str | None:
+    """Scores q.k divided by some other number: which, and which axis of q has that size."""
+    flat_raw, flat_have = raw.flatten().double(), have.flatten().double()
+    if float(flat_raw @ flat_raw) == 0.0:
+        return None
+    alpha = float(flat_raw @ flat_have / (flat_raw @ flat_raw))
+    if alpha <= 0 or not torch.allclose(alpha * flat_raw, flat_have, rtol=1e-6, atol=1e-9):
+        return None
+    n = round(1 / alpha ** 2)
+    if n < 1 or abs(1 / alpha ** 2 - n) > 1e-6 * n or n == c:
+        return None
+    axes = [f"q.shape[{i}]" for i, size in enumerate(q_shape[:-1]) if size == n]
+    where = _(", the size of {axes}").format(axes=" and ".join(axes)) if axes else ""
+    return _("these scores are q @ k^T divided by sqrt({n}){where}: divide by sqrt(c) = "
+             "sqrt({c}), with c = q.shape[-1], the last axis (also when q has batch axes)").format(
+        n=n, where=where, c=c)
 
 
 check_scaled_scores = Check(
@@ -133,10 +156,10 @@ check_scaled_scores = Check(
         Case("batch (2, 3), 4 queries, 6 keys, c=8",
              lambda f: f(randn(2, 3, 4, 8, seed=25), randn(2, 3, 6, 8, seed=26)),
              hint="transpose only the last two axes of k (k.transpose(-2, -1)), keep the batch axes",
-             diagnose=_which_scale(8)),
+             diagnose=_which_scale(8, (2, 3, 4, 8))),
         Case("batch (1,), 1 query, 1 key, c=3",
              lambda f: f(randn(1, 1, 3, seed=27), randn(1, 1, 3, seed=28)),
              hint="a batch of one, one query and one key still give shape (1, 1, 1)",
-             diagnose=_which_scale(3)),
+             diagnose=_which_scale(3, (1, 1, 3))),
     ],
 )

@@ -3,8 +3,12 @@ from __future__ import annotations
 
 import torch
 
+import math
+
 from course.checks.core import Case, Check
 from course.checks.inputs import fill_parameters, parameter_shapes, randn, with_gradients
+from course.checks.lesson01 import check_scaled_scores, check_stable_softmax
+from course.i18n import N_, _
 
 
 def _qk(batch: tuple[int, ...], n_q: int, n_k: int, c: int, seed: int):
@@ -51,10 +55,16 @@ check_causal_mask = Check(
     ],
 )
 
+LENGTHS_AXIS = N_("give lengths its own axis before comparing: positions (max_len,) < "
+                  "lengths[:, None] (B, 1) broadcasts to (B, max_len), one row per sequence; then "
+                  "add the size-1 query axis in the middle: (B, 1, max_len)")
+
 check_padding_mask = Check(
     id="02.padding_mask",
     target="attention:padding_mask",
     lesson="02",
+    error_hints=(("IndexError", r"too many indices", LENGTHS_AXIS),
+                 ("RuntimeError", r"The size of tensor a", LENGTHS_AXIS)),
     cases=[
         Case("lengths [3], max_len 3: nothing padded", lambda f: f(torch.tensor([3]), 3),
              hint="True marks real tokens; the result is (B, 1, max_len)",
@@ -69,42 +79,87 @@ check_padding_mask = Check(
 )
 
 
+def _rows_sum_to_one(outputs) -> str | None:
+    sums = outputs["output"].sum(-1)
+    if torch.allclose(sums, torch.ones_like(sums)):
+        return None
+    return _("rows (queries) do not sum to 1 over the keys")
+
+
+TWICE = N_("these weights are softmax(q k^T / c): the scores were divided by sqrt(c) twice. "
+           "scaled_scores already divides by sqrt(c); add the bias and mask to its result as it is")
+UNSCALED = N_("these weights are softmax(q k^T), without the 1/sqrt(c): take the scores from your "
+              "scaled_scores(q, k) (lesson 01), which divides by sqrt(c)")
+MASK_AFTER = N_("the rows of your weights do not sum to 1 over the keys a query may see: the mask "
+                "must act on the scores BEFORE the softmax (masked_fill(~mask, float('-inf'))), "
+                "so that each row spreads over its visible keys only; zeroing weights after the "
+                "softmax leaves rows that sum to less than 1")
+
+
+def _weights_evidence(outcomes) -> str | None:
+    """Scores scaled twice or not at all (from the cases without bias and mask); a mask applied
+    after the softmax (rows that no longer sum to 1)."""
+    for outcome in outcomes:
+        if outcome.status != "differs":
+            continue
+        want, have = outcome.expected["output"].double(), outcome.got["output"].double()
+        if want.shape != have.shape:
+            continue
+        if "plain" in outcome.case.tags:
+            c = outcome.case.facts["c"]
+            for factor, hint in ((1 / math.sqrt(c), TWICE), (math.sqrt(c), UNSCALED)):
+                candidate = torch.softmax(torch.log(want) * factor, dim=-1)
+                if torch.allclose(have, candidate, rtol=1e-6, atol=1e-9):
+                    return _(hint)
+        if "mask" in outcome.case.tags and torch.isfinite(have).all():
+            visible = want.sum(-1) > 0.5
+            if (have.sum(-1) - 1).abs()[visible].max() > 1e-6:
+                return _(MASK_AFTER)
+    return None
+
+
 check_attention_weights = Check(
     id="02.attention_weights",
     target="attention:attention_weights",
     lesson="02",
+    uses=(check_scaled_scores, check_stable_softmax),
+    diagnose=_weights_evidence,
     cases=[
         Case("each query's weights sum to 1 over the keys",
              lambda f: f(*_qk((2,), 4, 4, 8, seed=33)),
              hint="the softmax runs over the key axis (dim=-1), not the query axis",
-             expect=lambda o: None if torch.allclose(o["output"].sum(-1), torch.ones(()).double())
-             else "rows (queries) do not sum to 1 over the keys"),
+             expect=_rows_sum_to_one, tags=("plain",), facts={"c": 8}),
         Case("3 queries, 5 keys, c=4",
              lambda f: f(*_qk((), 3, 5, 4, seed=31)),
-             hint="weights = softmax(q k^T / sqrt(c)) with the softmax over the keys (last axis)"),
+             hint="weights = softmax(q k^T / sqrt(c)) with the softmax over the keys (last axis)",
+             tags=("plain",), facts={"c": 4}),
         Case("batch (2, 3), 4 queries, 4 keys, c=8",
              lambda f: f(*_qk((2, 3), 4, 4, 8, seed=35)),
-             hint="the softmax runs over the key axis (dim=-1), not the query axis"),
+             hint="the softmax runs over the key axis (dim=-1), not the query axis",
+             tags=("plain",), facts={"c": 8}),
         Case("with an additive bias (2, 3, 4) on batch (2,)",
              lambda f: f(*_qk((2,), 3, 4, 6, seed=37), bias=randn(2, 3, 4, seed=39, scale=2.0)),
-             hint="add the bias to the scaled scores, unscaled, before the softmax"),
+             hint="add the bias to the scaled scores, unscaled, before the softmax",
+             tags=("bias",)),
         Case("padding mask (2, 1, 5): padded keys get weight 0",
              lambda f: f(*_qk((2,), 5, 5, 4, seed=41), mask=_lengths_mask()),
              hint="masked scores must become -inf (or a huge negative) before the softmax; "
-                  "True in the mask means 'may attend'"),
+                  "True in the mask means 'may attend'", tags=("mask",)),
         Case("causal mask and bias together",
              lambda f: f(*_qk((3,), 4, 4, 4, seed=43), bias=randn(4, 4, seed=45),
                          mask=torch.ones(4, 4, dtype=torch.bool).tril()),
-             hint="apply bias first, then the mask, then the softmax over keys"),
+             hint="apply bias first, then the mask, then the softmax over keys",
+             tags=("mask", "bias")),
         Case("large scores (q and k scaled by 20) stay finite",
              lambda f: f(randn(2, 3, 4, seed=48, scale=20.0), randn(2, 5, 4, seed=49, scale=20.0)),
              hint=WIDE_HINT, expect=_finite),
         Case("large scores (q and k scaled by 20), values",
              lambda f: f(randn(2, 3, 4, seed=48, scale=20.0), randn(2, 5, 4, seed=49, scale=20.0)),
-             hint=WIDE_HINT),
+             hint=WIDE_HINT, tags=("plain",), facts={"c": 4}),
         Case("batch (1,), one query, padding mask (1, 1, 5)",
              lambda f: f(*_qk((1,), 1, 5, 4, seed=50), mask=_lengths_mask()[1:]),
-             hint="a batch of one with one query still gives weights of shape (1, 1, 5)"),
+             hint="a batch of one with one query still gives weights of shape (1, 1, 5)",
+             tags=("mask",)),
         Case("a query that may see no key gets zeros, not NaN",
              lambda f: f(*_qk((2,), 3, 4, 4, seed=47),
                          mask=torch.tensor([[True, False, True, True],
@@ -118,7 +173,8 @@ check_attention_weights = Check(
                          mask=torch.tensor([[True, False, True, True],
                                             [False, False, False, False],
                                             [True, True, False, False]])),
-             hint="rows with at least one visible key are an ordinary softmax over those keys"),
+             hint="rows with at least one visible key are an ordinary softmax over those keys",
+             tags=("mask",)),
     ],
 )
 
@@ -127,6 +183,7 @@ check_attention_forward = Check(
     id="02.attention_forward",
     target="attention:scaled_dot_product_attention",
     lesson="02",
+    uses=(check_attention_weights,),
     cases=[
         Case("3 queries, 5 keys, c=4, values of width 6",
              lambda f: f(*_qk((), 3, 5, 4, seed=51), randn(5, 6, seed=53)),
@@ -170,6 +227,7 @@ check_single_head = Check(
     id="02.single_head",
     target="attention:SingleHeadAttention",
     lesson="02",
+    uses=(check_attention_forward,),
     cases=[
         Case("parameters of SingleHeadAttention(6, 4)",
              lambda cls: parameter_shapes(cls(6, 4)),

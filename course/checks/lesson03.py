@@ -3,8 +3,11 @@ from __future__ import annotations
 
 import torch
 
+from course.checks import evidence
 from course.checks.core import Case, Check
 from course.checks.inputs import fill_parameters, parameter_shapes, randn, with_gradients
+from course.checks.lesson02 import check_attention_forward
+from course.i18n import N_, _
 
 SPLIT_HINT = ("view the last axis as (N_head, c), so head h gets the channel block "
               "h*c .. (h+1)*c - 1, then transpose the head axis in front of L")
@@ -98,10 +101,33 @@ PARAMETER_HINT = ("linear_q, linear_k, linear_v: nn.Linear(c_in, N_head*c, "
 FORWARD_HINT = ("per head h: softmax over the keys (last axis) of q_h k_h^T / sqrt(c), times v_h; "
                 "then merge the heads in order and apply linear_o")
 
+SDPA = "attention:scaled_dot_product_attention"
+PROJECTIONS = {
+    ("q",): N_("the queries q passed to scaled_dot_product_attention differ while k and v agree: "
+               "q = split_heads(linear_q(x), N_head)"),
+    ("k",): N_("the keys k passed to scaled_dot_product_attention differ while q and v agree: "
+               "k = split_heads(linear_k(x), N_head)"),
+    ("v",): N_("the values v passed to scaled_dot_product_attention differ while q and k agree: "
+               "v = split_heads(linear_v(x), N_head)"),
+    ("mask",): N_("attention_mask (*, L) marks keys: pass it to the attention as a key mask of "
+                  "shape (*, 1, 1, L), broadcasting over heads and queries"),
+    ("bias",): N_("pass `bias` on to the attention: it is added to the scores (*, N_head, L, L)"),
+}
+
+
+def _projections(outcomes) -> str | None:
+    hint = evidence.argument_hint(check_multi_head_attention, outcomes, SDPA, PROJECTIONS)
+    return _(hint) if hint else None
+
+
 check_multi_head_attention = Check(
     id="03.multi_head_attention",
     target="mha:MultiHeadAttention",
     lesson="03",
+    uses=(check_split_heads, check_merge_heads, check_attention_forward),
+    provides=("mha:MultiHeadAttention._attention",),
+    diagnose=lambda outcomes: _projections(outcomes),
+    tag_hints={"positive": MASK_AXIS_HINT},
     cases=[
         Case("parameters of MultiHeadAttention(6, 4, 3)",
              lambda cls: parameter_shapes(cls(6, 4, 3)), hint=PARAMETER_HINT),
@@ -139,15 +165,15 @@ check_multi_head_attention = Check(
         Case("positive attn_dim=1 with a mask: x (2, 4, 3, 6), S=4 != R=3",
              _mha(6, 2, 3, (2, 4, 3, 6), seed=339, attn_dim=1,
                   mask=_padding((2, 4, 3), [(0, 3, 0), (0, 2, 1), (1, 3, 2)])),
-             hint=MASK_AXIS_HINT),
+             hint=MASK_AXIS_HINT, tags=("positive",)),
         Case("positive attn_dim=1 with a mask: x (2, 4, 4, 6), S = R",
              _mha(6, 2, 3, (2, 4, 4, 6), seed=341, attn_dim=1,
                   mask=_padding((2, 4, 4), [(0, 3, 0), (0, 2, 1), (1, 3, 2), (1, 0, 3)])),
-             hint=MASK_AXIS_HINT),
+             hint=MASK_AXIS_HINT, tags=("positive",)),
         Case("positive attn_dim=2 (rows) with a mask: x (2, 3, 5, 4)",
              _mha(4, 2, 2, (2, 3, 5, 4), seed=343, attn_dim=2,
                   mask=_padding((2, 3, 5), [(0, 0, 4), (1, 2, 3), (1, 2, 4)])),
-             hint=MASK_AXIS_HINT),
+             hint=MASK_AXIS_HINT, tags=("positive",)),
         Case("one head, batch (1,), one position: x (1, 1, 4)",
              _mha(4, 3, 1, (1, 1, 4), seed=345),
              hint="N_head = 1, a batch of one and a sequence of one keep their axes: the output "

@@ -1,8 +1,11 @@
 """Checks for lesson 04 (bias and broadcasting): lining a bias up with the scores, the pair bias."""
 from __future__ import annotations
 
+import torch
+
 from course.checks.core import Case, Check
 from course.checks.inputs import fill_parameters, parameter_shapes, randn, with_gradients
+from course.i18n import N_, _
 
 BROADCAST_HINT = ("insert the missing size-1 axes between the bias's batch axes and its last "
                   "three (N_head, q, k): (B, 1, N_head, q, k), not (1, B, N_head, q, k)")
@@ -16,6 +19,7 @@ check_broadcastable_bias = Check(
     id="04.broadcastable_bias",
     target="bias:broadcastable_bias",
     lesson="04",
+    squeeze_hint=False,  # the exercise is to add the size-1 axes: too few is not a .squeeze()
     cases=[
         Case("bias (3, 4, 4) for scores of rank 3: nothing to insert", _aligned((3, 4, 4), 3, 401),
              hint="when the scores have no more axes than the bias, return the bias unchanged "
@@ -59,28 +63,64 @@ def _pair_bias(c_z, N_head, z_shape, seed, gradients=False):
 PAIR_HINT = ("LayerNorm(z) over c_z, then linear_z to one number per head, then move the head "
              "axis from last to in front of (i, j) with movedim(-1, -3), keeping i before j")
 
+NO_LAYER_NORM = N_("your bias equals linear_z(z) without the LayerNorm: normalise z over its "
+                   "c_z channels first (layer_norm_z), then project with linear_z")
+NO_AFFINE = N_("your bias equals a LayerNorm without its learned weight and bias: use the "
+               "module's layer_norm_z = nn.LayerNorm(c_z) (elementwise_affine on, as by default)")
+I_J = N_("i and j swapped: entry [..., h, i, j] must come from z[..., i, j, :], so move only the "
+         "head axis, from last to in front of (i, j): movedim(-1, -3), keeping i before j")
+# AF2 and PyTorch use eps = 1e-5; 1e-6 (as in many LLM codebases) is as right, and moves the
+# bias by up to 7e-5 and its gradients by up to 3e-4 on these cases; a bug moves them by 0.1 or more
+PAIR_TOLERANCE = {"atol": 1e-3, "rtol": 1e-3}
+
+
+def _pair_evidence(outcomes) -> str | None:
+    """linear_z(z) without the LayerNorm, or with a LayerNorm that has no weight and bias."""
+    for outcome in outcomes:
+        if outcome.status != "differs" or "output" not in outcome.got:
+            continue
+        call = next((c for c in outcome.calls if c["target"] == "bias:PairBias.forward"), None)
+        if call is None or call.get("state") is None:
+            continue
+        z, state = call["args"]["z"], call["state"]
+        weight = state["linear_z.weight"]
+        plain = torch.nn.functional.layer_norm(z, z.shape[-1:])
+        for normed, hint in ((z, NO_LAYER_NORM), (plain, NO_AFFINE)):
+            candidate = (normed @ weight.T).movedim(-1, -3)
+            if candidate.shape == outcome.got["output"].shape and torch.allclose(
+                    candidate, outcome.got["output"].double(), rtol=1e-6, atol=1e-8):
+                return _(hint)
+    return None
+
+
 check_pair_bias = Check(
     id="04.pair_bias",
     target="bias:PairBias",
     lesson="04",
+    diagnose=_pair_evidence,
+    transposed_hint=I_J,
     cases=[
         Case("parameters of PairBias(8, 4)", lambda cls: parameter_shapes(cls(8, 4)),
              hint="layer_norm_z: nn.LayerNorm(c_z); linear_z: nn.Linear(c_z, N_head, bias=False) "
                   "(AF2's pair bias projection has no bias)"),
         Case("z (5, 5, 6), 3 heads", _pair_bias(6, 3, (5, 5, 6), seed=421), hint=PAIR_HINT,
-             shape_hint="the result is (*, N_head, R, R): here (3, 5, 5)"),
+             shape_hint="the result is (*, N_head, R, R): here (3, 5, 5)", **PAIR_TOLERANCE),
         Case("z (2, 5, 5, 6), 4 heads: a batch axis in front", _pair_bias(6, 4, (2, 5, 5, 6), seed=423),
              hint=PAIR_HINT,
-             shape_hint="keep the batch axes in front: (B, N_head, R, R), here (2, 4, 5, 5)"),
+             shape_hint="keep the batch axes in front: (B, N_head, R, R), here (2, 4, 5, 5)",
+             **PAIR_TOLERANCE),
         Case("z (2, 3, 4, 4, 8), 2 heads", _pair_bias(8, 2, (2, 3, 4, 4, 8), seed=425),
              hint=PAIR_HINT,
-             shape_hint="keep the batch axes in front: (*, N_head, R, R), here (2, 3, 2, 4, 4)"),
+             shape_hint="keep the batch axes in front: (*, N_head, R, R), here (2, 3, 2, 4, 4)",
+             **PAIR_TOLERANCE),
         Case("one head, one residue, batch (1,): z (1, 1, 1, 6)",
              _pair_bias(6, 1, (1, 1, 1, 6), seed=427), hint=PAIR_HINT,
-             shape_hint="N_head = 1, R = 1 and a batch of one keep their axes: (1, 1, 1, 1)"),
+             shape_hint="N_head = 1, R = 1 and a batch of one keep their axes: (1, 1, 1, 1)",
+             **PAIR_TOLERANCE),
         Case("gradients of a fixed loss: z (2, 4, 4, 6), 3 heads",
              _pair_bias(6, 3, (2, 4, 4, 6), seed=429, gradients=True),
              hint="the output is right, so look at the gradients: z, the LayerNorm and linear_z "
-                  "must all be connected to the output (no .detach(), no torch.no_grad())"),
+                  "must all be connected to the output (no .detach(), no torch.no_grad())",
+             **PAIR_TOLERANCE),
     ],
 )

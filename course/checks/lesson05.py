@@ -9,6 +9,9 @@ import torch
 
 from course.checks.core import Case, Check
 from course.checks.inputs import fill_parameters, parameter_shapes, randn, with_gradients
+from course.checks.lesson02 import check_attention_forward
+from course.checks.lesson03 import check_multi_head_attention
+from course.i18n import N_, _
 
 
 def _padded(shape, padded):
@@ -50,10 +53,33 @@ def _empty_slice_is_zero(outputs) -> str | None:
     return None
 
 
+WRONG_COUNT = N_("your mean is each slice's masked sum divided by a wrong count (the same wrong "
+                 "factor for every channel of a slice): divide each slice's sum by the number of "
+                 "True positions in that slice, weights.sum(dim=dim), clamped to at least 1")
+
+
+def _count_evidence(outcomes) -> str | None:
+    """The sum is right and the count is not: got / expected is one number per slice."""
+    for outcome in outcomes:
+        if outcome.status != "differs" or outcome.key != "output":
+            continue
+        want, have = outcome.expected["output"].double(), outcome.got["output"].double()
+        if want.shape != have.shape or want.ndim < 2:
+            continue
+        ratio = torch.where(want.abs() > 1e-9, have / want, torch.nan)
+        spread = (ratio.nan_to_num(-1e300).amax(-1) - ratio.nan_to_num(1e300).amin(-1))
+        known = ~torch.isnan(ratio).all(-1)
+        off = (ratio[known.unsqueeze(-1).expand_as(ratio)] - 1).abs().nan_to_num(0) > 1e-6
+        if known.any() and (spread[known].abs() < 1e-6).all() and off.any():
+            return _(WRONG_COUNT)
+    return None
+
+
 check_masked_mean = Check(
     id="05.masked_mean",
     target="mha:masked_mean",
     lesson="05",
+    diagnose=_count_evidence,
     cases=[
         Case("mask=None: the plain mean over dim", lambda f: f(randn(4, 3, 5, seed=501), None, -2),
              hint="with mask=None, return x.mean(dim=dim)",
@@ -152,6 +178,8 @@ check_global_attention = Check(
     id="05.global_attention",
     target="mha:MultiHeadAttention",
     lesson="05",
+    uses=(check_masked_mean, check_attention_forward, check_multi_head_attention),
+    provides=("mha:MultiHeadAttention._global_attention",),
     cases=[
         Case("parameters of MultiHeadAttention(6, 4, 3, is_global=True)",
              lambda cls: parameter_shapes(cls(6, 4, 3, is_global=True)), hint=SHARED_HINT),

@@ -4,7 +4,7 @@ The trap this lesson's checks are built against: a check whose cases never exerc
 lets a student who forgot it pass. Here the gate's weights come from `fill_parameters` (random),
 so a gated module computes something else than an ungated one, and targeted probes come first:
 the gate is applied at all, before linear_o, through a sigmoid, from the input x. The mutation
-suite (tests/mutants_l05_06.py) proves each probe catches its bug.
+suite (tests/mutants/lesson05.py, lesson06.py) proves each probe catches its bug.
 """
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ import torch
 
 from course.checks.core import Case, Check
 from course.checks.inputs import fill_parameters, parameter_shapes, randn, with_gradients
+from course.checks.lesson03 import check_multi_head_attention
+from course.checks.lesson05 import check_global_attention
 
 GATE_HINT = ("gate = sigmoid(linear_g(x)) from the module's input x (after the movedim), "
              "multiplied into o channel by channel before linear_o")
@@ -67,9 +69,11 @@ check_gate = Check(
     id="06.gate",
     target="mha:MultiHeadAttention",
     lesson="06",
+    uses=(check_multi_head_attention,),
+    provides=(),  # the gate sits in forward, which every MultiHeadAttention check runs
     cases=[
-        Case("parameters of MultiHeadAttention(8, 4, 2, gated=True)",
-             lambda cls: parameter_shapes(cls(8, 4, 2, gated=True)),
+        Case("parameters of MultiHeadAttention(6, 4, 2, gated=True): c_in != N_head*c",
+             lambda cls: parameter_shapes(cls(6, 4, 2, gated=True)),
              hint="gated=True adds linear_g = nn.Linear(c_in, N_head*c) WITH a bias: one gate "
                   "per channel of o"),
         Case("linear_g at initialisation: weight 0, bias 1", _gate_at_initialisation,
@@ -125,6 +129,8 @@ check_full_module = Check(
     id="06.full_module",
     target="mha:MultiHeadAttention",
     lesson="06",
+    uses=(check_multi_head_attention, check_global_attention, check_gate),
+    provides=(),
     cases=[
         Case("row attention with pair bias, padding mask and gate: MSA (3, 5, 8), 2 heads",
              _gated(8, 4, 2, (3, 5, 8), seed=621, bias=_pair_bias(2, 5, seed=623),

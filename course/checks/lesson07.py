@@ -6,14 +6,18 @@ shapes, leading batch axes, a gradient case for modules with parameters) and add
 behaviour that need no reference: RoPE scores depend on i - j only, the block is causal, padded
 encoder positions are invisible (the engine itself fails a call that changes its inputs in
 place). Cases are ordered so that the first one a classic bug fails names that bug
-(tests/mutants_l07.py proves it).
+(tests/mutants/lesson07.py proves it).
 """
 from __future__ import annotations
 
 import torch
 
+from course.checks import evidence
 from course.checks.core import Case, Check
 from course.checks.inputs import fill_parameters, parameter_shapes, randn, with_gradients
+from course.checks.lesson02 import check_attention_forward, check_causal_mask
+from course.checks.lesson03 import check_merge_heads, check_multi_head_attention, check_split_heads
+from course.i18n import N_, _
 
 # --- 07.sinusoidal_encoding -----------------------------------------------------------------
 
@@ -188,10 +192,62 @@ def _rms_gradients(cls):
 
 
 
+EPS_INSIDE = N_("eps goes INSIDE the square root: x / sqrt(mean(x**2) + eps), not "
+                "x / (sqrt(mean(x**2)) + eps)")
+NOT_LAYER_NORM = N_("RMSNorm does NOT subtract the mean (LayerNorm does): " + RMS_FORMULA)
+RMS_CANDIDATES = [  # (hint, the wrong formula as a function of x, weight, eps)
+    (N_("you divide by sqrt(mean(x)**2 + eps), the square of the mean; RMSNorm takes the mean "
+        "of the squares: x / sqrt(mean(x**2, dim=-1, keepdim=True) + eps) * weight"),
+     lambda x, w, eps: x / torch.sqrt(x.mean(-1, keepdim=True) ** 2 + eps) * w),
+    (N_("eps is missing: x / sqrt(mean(x**2) + eps) * weight, with eps inside the square root "
+        "(without it a row of near-zeros divides by almost 0)"),
+     lambda x, w, eps: x / torch.sqrt(x.pow(2).mean(-1, keepdim=True)) * w),
+    (EPS_INSIDE, lambda x, w, eps: x / (torch.sqrt(x.pow(2).mean(-1, keepdim=True)) + eps) * w),
+    (N_("you divide by mean(x**2) + eps itself: take its square root (the ROOT of the mean "
+        "square)"), lambda x, w, eps: x / (x.pow(2).mean(-1, keepdim=True) + eps) * w),
+    (N_("the learned scale is missing: multiply the normalised x by self.weight"),
+     lambda x, w, eps: x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps)),
+    (NOT_LAYER_NORM, lambda x, w, eps: (x - x.mean(-1, keepdim=True)) / torch.sqrt(
+        x.var(-1, unbiased=False, keepdim=True) + eps) * w),
+    (NOT_LAYER_NORM, lambda x, w, eps: (x - x.mean(-1, keepdim=True)) / torch.sqrt(
+        x.pow(2).mean(-1, keepdim=True) + eps) * w),
+    (NOT_LAYER_NORM, lambda x, w, eps: x / torch.sqrt(
+        x.var(-1, unbiased=False, keepdim=True) + eps) * w),
+    (N_("store the `eps` argument (self.eps) and use it, not a hard-coded 1e-6"),
+     lambda x, w, eps: x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w),
+    (N_("the mean runs over the last axis only (dim=-1, keepdim=True), not over every element"),
+     lambda x, w, eps: x / torch.sqrt(x.pow(2).mean() + eps) * w),
+    (N_("a mean, not a sum: mean(x**2, dim=-1) is the sum of the squares divided by d_model"),
+     lambda x, w, eps: x / torch.sqrt(x.pow(2).sum(-1, keepdim=True) + eps) * w),
+]
+
+
+RMS_FORWARD = "transformer:RMSNorm.forward"
+
+
+def _rms_evidence(outcomes) -> str | None:
+    """The one wrong formula that gives the student's output in every case that differs."""
+    found = []
+    for outcome in outcomes:
+        if outcome.status != "differs" or outcome.key != "output" or not outcome.case.facts:
+            continue
+        call = next((c for c in outcome.calls if c["target"] == RMS_FORWARD), None)
+        if call is None:
+            continue
+        found.append((call["args"]["x"], call["state"]["weight"], outcome.case.facts["eps"],
+                      outcome.got["output"].double()))
+    for hint, formula in RMS_CANDIDATES:
+        if found and all(torch.allclose(formula(x, w, eps), got, rtol=1e-6, atol=1e-9)
+                         for x, w, eps, got in found):
+            return _(hint)
+    return None
+
+
 check_rms_norm = Check(
     id="07.rms_norm",
     target="transformer:RMSNorm",
     lesson="07",
+    diagnose=_rms_evidence,
     cases=[
         Case("parameters of a fresh RMSNorm(6)", _rms_fresh,
              hint="one parameter, `weight`, of shape (d_model,), starting at ones "
@@ -200,21 +256,23 @@ check_rms_norm = Check(
              _rms(4, torch.tensor([[3.0] * 4, [-2.0] * 4], dtype=torch.float64), seed=731),
              hint="RMSNorm does NOT subtract the mean (LayerNorm does): a constant row c maps to "
                   "about sign(c) * weight, not to 0. " + RMS_FORMULA,
-             atol=1e-5),  # loose enough that where eps sits does not matter here
+             atol=1e-5, facts={"eps": 1e-6}),  # loose enough that where eps sits does not matter
         Case("tiny x (scale 1e-4): eps = 1e-6 matters",
              _rms(8, randn(3, 8, seed=733, scale=1e-4), seed=735),
-             hint="eps goes INSIDE the square root: x / sqrt(mean(x**2) + eps), not "
-                  "x / (sqrt(mean(x**2)) + eps)"),
+             hint=EPS_INSIDE, facts={"eps": 1e-6}),
         Case("eps=0.1 passed to the constructor: x (3, 4)",
              _rms(4, randn(3, 4, seed=737, scale=0.3), seed=739, eps=0.1),
-             hint="store the `eps` argument (self.eps) and use it, not a hard-coded 1e-6"),
-        Case("x (5, 8)", _rms(8, randn(5, 8, seed=751, scale=3.0), seed=753), hint=RMS_FORMULA),
+             hint="store the `eps` argument (self.eps) and use it, not a hard-coded 1e-6",
+             facts={"eps": 0.1}),
+        Case("x (5, 8)", _rms(8, randn(5, 8, seed=751, scale=3.0), seed=753), hint=RMS_FORMULA,
+             facts={"eps": 1e-6}),
         Case("d_model=1: x (4, 1)", _rms(1, randn(4, 1, seed=755), seed=757),
              hint="the mean runs over the last axis (channels) only, keepdim=True so it "
-                  "broadcasts: with d_model=1 each value becomes about sign(x) * weight"),
+                  "broadcasts: with d_model=1 each value becomes about sign(x) * weight",
+             facts={"eps": 1e-6}),
         Case("batch axes: x (2, 3, 4, 6)", _rms(6, randn(2, 3, 4, 6, seed=759), seed=761),
              hint="normalise each row over the last axis only (dim=-1, keepdim=True); the "
-                  "leading axes are batch axes"),
+                  "leading axes are batch axes", facts={"eps": 1e-6}),
         Case("gradients w.r.t. x and weight", _rms_gradients,
              hint="the gradient must flow through the root mean square too (no .detach() on "
                   "rms) and reach `weight`, which multiplies the normalised x. " + RMS_FORMULA),
@@ -291,10 +349,30 @@ def _block_gradients(cls):
 
 
 
+SDPA = "attention:scaled_dot_product_attention"
+BLOCK_ARGUMENTS = {
+    ("q",): BLOCK_ROPE, ("k",): BLOCK_ROPE, ("v",): BLOCK_ROPE,
+    ("mask",): N_("self-attention in a decoder is causal: mask=causal_mask(L), True where key "
+                  "j <= query i"),
+}
+
+
+def _block_evidence(outcomes) -> str | None:
+    hint = evidence.argument_hint(check_decoder_block, outcomes, SDPA, BLOCK_ARGUMENTS)
+    return _(hint) if hint else None
+
+
 check_decoder_block = Check(
     id="07.decoder_block",
     target="transformer:DecoderBlock",
     lesson="07",
+    diagnose=lambda outcomes: _block_evidence(outcomes),
+    error_hints=(("RuntimeError", r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and",
+                  N_("a Linear got a last axis of {1} channels where it takes d_model: after the "
+                     "attention, o is (*, n_heads, L, c); merge_heads(o) gives the (*, L, "
+                     "d_model) that attn.linear_o takes")),),
+    uses=(check_rms_norm, check_rope, check_split_heads, check_merge_heads, check_causal_mask,
+          check_attention_forward, check_multi_head_attention),
     cases=[
         Case("parameters of DecoderBlock(8, 2, 16)",
              lambda cls: parameter_shapes(cls(8, 2, 16)), hint=BLOCK_PARAMETERS),
@@ -388,10 +466,31 @@ def _cross_gradients(cls):
 
 
 
+CROSS_ARGUMENTS = {
+    ("q",): N_("the queries passed to scaled_dot_product_attention differ while k and v agree: "
+               "q = split_heads(linear_q(x)), from the decoder's x"),
+    ("k",): CROSS_HINT, ("v",): CROSS_HINT, ("k", "v"): CROSS_HINT,
+}
+MASK_WRONG = N_("the cases without a memory_mask pass, so q, k and v are right and the mask is "
+                "what goes wrong: memory_mask (*, L_k) marks encoder KEYS, to be hidden BEFORE "
+                "the softmax (their scores become -inf, so each query's weights still sum to 1 "
+                "over the real keys): pass memory_mask[..., None, None, :] (*, 1, 1, L_k) as the "
+                "mask of scaled_dot_product_attention; never mask the queries, and no causal "
+                "mask here")
+
+
+def _cross_evidence(outcomes) -> str | None:
+    hint = evidence.argument_hint(check_cross_attention, outcomes, SDPA, CROSS_ARGUMENTS)
+    return _(hint) if hint else None
+
+
 check_cross_attention = Check(
     id="07.cross_attention",
     target="transformer:CrossAttention",
     lesson="07",
+    diagnose=lambda outcomes: _cross_evidence(outcomes),
+    tag_hints={"mask": MASK_WRONG},
+    uses=(check_split_heads, check_merge_heads, check_attention_forward),
     cases=[
         Case("parameters of CrossAttention(8, 2)", lambda cls: parameter_shapes(cls(8, 2)),
              hint="linear_q, linear_k, linear_v: nn.Linear(d_model, d_model, bias=False); "
@@ -404,10 +503,10 @@ check_cross_attention = Check(
              hint=CROSS_HINT,
              shape_hint="the output has one row per decoder position: (*, L_q, d_model)"),
         Case("padded encoder positions are invisible", _padding_hidden, hint=MEMORY_MASK_HINT,
-             expect=_padding_invisible),
+             expect=_padding_invisible, tags=("mask",)),
         Case("memory_mask (2, 6), lengths 6 and 3: x (2, 4, 8), memory (2, 6, 8)",
              _cross(8, 2, (2, 4, 8), (2, 6, 8), seed=803, mask=_lengths_mask([6, 3], 6)),
-             hint=MEMORY_MASK_HINT),
+             hint=MEMORY_MASK_HINT, tags=("mask",)),
         Case("one query, one key: x (1, 4), memory (1, 4)", _cross(4, 2, (1, 4), (1, 4), seed=805),
              hint="with one key every query's weight on it is 1: the output is "
                   "linear_o(merge_heads(v)). " + CROSS_HINT),
@@ -415,8 +514,9 @@ check_cross_attention = Check(
              _cross(6, 3, (2, 3, 4, 6), (2, 3, 5, 6), seed=807,
                     mask=torch.arange(5) < torch.tensor([[5, 4, 1], [3, 5, 2]])[..., None]),
              hint="leading axes are batch axes for x, memory and memory_mask alike. "
-                  + MEMORY_MASK_HINT),
+                  + MEMORY_MASK_HINT, tags=("mask",)),
         Case("gradients w.r.t. x, memory and every parameter", _cross_gradients,
-             hint="every projection must be used, with no .detach(): " + CROSS_HINT),
+             hint="every projection must be used, with no .detach(): " + CROSS_HINT,
+             tags=("mask",)),
     ],
 )

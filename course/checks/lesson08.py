@@ -8,6 +8,9 @@ import torch
 from course.checks.core import Case, Check
 from course.checks.inputs import (fill_parameters, inputs_unchanged, no_input_modified,
                                   parameter_shapes, randn, with_gradients)
+from course.checks.lesson02 import check_attention_weights, check_causal_mask
+from course.confirm.standins import same
+from course.i18n import N_, _
 
 D_MODEL, N_HEADS = 8, 2
 
@@ -83,6 +86,31 @@ def _earlier_tokens_unchanged(outputs) -> str | None:
     return None
 
 
+GATE_SCORES = "gated_attention:GatedCausalSelfAttention.gate_scores"
+GATE_FROM_X = N_("G1: compute the gate from the layer's input x (the normalised hidden state), "
+                 "not from the attention output: forward must call gate_scores(x) with its own x")
+GATE_APPLIED = N_("your gate_scores is right (its cases pass), so the bug is in how forward "
+                  "applies it: y = y * gate_scores(x), with y the SDPA output per head (*, L, "
+                  "n_heads, head_dim), before the output projection W_O (self.out(y.flatten(-2)));"
+                  " gating after W_O is position G5. The scores broadcast over each head's "
+                  "channels by themselves: repeating or reshaping them mixes up the heads")
+
+
+def _gate_evidence(outcomes) -> str | None:
+    """gate_scores right, forward wrong: what forward passes to gate_scores, how it uses it."""
+    scores = [o for o in outcomes if "gate_scores" in o.case.tags]
+    forward = [o for o in outcomes if "forward" in o.case.tags and o.failed]
+    if not forward or not scores or any(o.failed for o in scores) or \
+            any((o.key or "").startswith("gate scores") for o in forward):
+        return None
+    for outcome in forward:
+        theirs = [c for c in outcome.seen if c["target"] == GATE_SCORES]
+        ours = [c for c in outcome.calls if c["target"] == GATE_SCORES]
+        if theirs and ours and not same(ours[0]["args"], theirs[0]["args"]):
+            return _(GATE_FROM_X)
+    return _(GATE_APPLIED)
+
+
 def _cases(gate: str, width_text: str, seed: int) -> list[Case]:
     own_gates = (f"gate_proj = Linear(d_model, {width_text}, bias=False): each head has its "
                  "own gate columns, and the paper's gate has no bias of its own (its logits are "
@@ -94,51 +122,63 @@ def _cases(gate: str, width_text: str, seed: int) -> list[Case]:
         Case("gate_scores(x) leaves x as it was", _unmodified(gate, seed + 5),
              hint="the gate reads x and must not change it: no in-place operations on x "
                   "(x /= ..., x.sub_(...)); the caller's tensor is the residual stream",
-             expect=no_input_modified),
+             expect=no_input_modified, tags=("gate_scores",)),
         Case("gate scores change from token to token", _gate_scores(gate, (6, D_MODEL), seed),
              hint="the gate is input-dependent, computed from each token's x by gate_proj, "
                   "not a learned constant per head",
-             expect=_scores_vary_over_tokens),
+             expect=_scores_vary_over_tokens, tags=("gate_scores",)),
         Case("gate scores lie in (0, 1)", _gate_scores(gate, (2, 6, D_MODEL), seed + 10),
              hint="squash the gate logits with a sigmoid: scores lie in (0, 1)",
-             expect=_scores_in_unit_interval),
+             expect=_scores_in_unit_interval, tags=("gate_scores",)),
         Case("gate_scores(x) for x (2, 6, 8)", _gate_scores(gate, (2, 6, D_MODEL), seed + 20),
              hint="gate_scores(x) = sigmoid(gate_proj(x)) with the last axis split as "
                   "(n_heads, gate width): channel block h belongs to head h",
-             shape_hint=f"gate_scores returns (*, L, n_heads, {'head_dim' if gate == 'elementwise' else '1'})"),
+             shape_hint="gate_scores returns (*, L, n_heads, "
+                        f"{'head_dim' if gate == 'elementwise' else '1'})",
+             tags=("gate_scores",)),
         Case("x (5, 8): the gate is computed from x, and sits before W_O",
              _forward(gate, (5, D_MODEL), seed + 40),
              hint="G1: compute the gate from the layer's input x (the normalised hidden state), "
                   "not from the attention output, and multiply each head's SDPA output by it "
-                  "before the output projection W_O (gating after W_O is position G5)"),
+                  "before the output projection W_O (gating after W_O is position G5)",
+             tags=("forward",)),
         Case("x (2, 3, 6, 8): leading batch axes", _forward(gate, (2, 3, 6, D_MODEL), seed + 50),
              hint="leading axes are batch axes; the gate multiplies y of shape "
-                  "(*, L, n_heads, head_dim) before out(y.flatten(-2))"),
+                  "(*, L, n_heads, head_dim) before out(y.flatten(-2))", tags=("forward",)),
         Case("a batch of one sequence of one token, x (1, 1, 8)",
              _scores_and_output(gate, (1, 1, D_MODEL), seed + 55),
              hint="axes of size 1 are real axes: gate_scores of x (1, 1, 8) is "
                   "(1, 1, n_heads, width); do not squeeze them away",
              shape_hint="axes of size 1 are real axes: gate_scores of x (1, 1, 8) is "
-                        "(1, 1, n_heads, width); do not squeeze them away"),
+                        "(1, 1, n_heads, width); do not squeeze them away",
+             tags=("forward",)),
         Case("causal: a later token does not change earlier outputs", _causal_run(gate, seed + 60),
              hint="the gate of token i must use x_i only; attention keeps its causal mask",
-             expect=_earlier_tokens_unchanged),
+             expect=_earlier_tokens_unchanged, tags=("forward",)),
         Case("gradients of a loss w.r.t. x and every parameter", _gradients(gate, seed + 70),
              hint="the gate must pass gradients: no .detach() or torch.no_grad() around the "
-                  "gate, or gate_proj never learns (its gradient is missing: NaN here)"),
+                  "gate, or gate_proj never learns (its gradient is missing: NaN here)",
+             tags=("forward",)),
     ]
 
 
 check_gate_elementwise = Check(
-    id="07.gate_elementwise",
+    id="08.gate_elementwise",
     target="gated_attention:GatedCausalSelfAttention",
     lesson="08",
+    uses=(check_attention_weights, check_causal_mask),
+    provides=(GATE_SCORES,),  # watched, so that a diagnosis sees what forward gates with
+    diagnose=_gate_evidence,
     cases=_cases("elementwise", "n_heads * head_dim", seed=700),
 )
 
 check_gate_headwise = Check(
-    id="07.gate_headwise",
+    id="08.gate_headwise",
     target="gated_attention:GatedCausalSelfAttention",
     lesson="08",
+    # the two gates share gate_scores and forward: a bug there fails the elementwise check first
+    uses=(check_attention_weights, check_causal_mask, check_gate_elementwise),
+    provides=(GATE_SCORES,),
+    diagnose=_gate_evidence,
     cases=_cases("headwise", "n_heads", seed=800),
 )

@@ -9,7 +9,10 @@ one check cell in its lesson's namespace, after that lesson's imports (the top-l
 statements of its other code cells; plotting and widget imports left out). One process runs
 every lesson; the grader starts a fresh one after a crash (see course.grading.supervise).
 Protocol on the original stdout: {"start": i}, then {"done": i, "record": ...} with the cell's
-captured output and error in the format the report reads.
+captured output and error in the format the report reads, and what the student's code raised
+(the exception and the ones it was raised from or during: the grader's statuses come from
+those, never from printed text). Everything else the process prints goes to its stderr, which
+the grader reads and caps.
 """
 from __future__ import annotations
 
@@ -20,7 +23,6 @@ import io
 import json
 import os
 import sys
-import tempfile
 import time
 import traceback
 
@@ -53,6 +55,18 @@ def setup_source(sources: list[str]) -> str:
     return "\n".join(lines)
 
 
+def raised(err: BaseException | None) -> list[list[str]]:
+    """[[type name, first line of the message]] of `err` and of the exceptions it was raised
+    from or while handling (a check turns the student's MemoryError into its own failure)."""
+    found, seen = [], set()
+    while err is not None and id(err) not in seen and len(found) < 8:
+        seen.add(id(err))
+        lines = str(err).strip().splitlines()
+        found.append([type(err).__name__, (lines[0] if lines else "")[:300]])
+        err = err.__cause__ or err.__context__
+    return found
+
+
 def probe(module: str) -> dict:
     path = os.path.join("exercises", f"{module}.py")
     try:
@@ -72,34 +86,33 @@ def probe(module: str) -> dict:
         for frame in traceback.extract_tb(err.__traceback__):
             if f"{os.sep}exercises{os.sep}" in frame.filename:
                 where = f" (at exercises/{os.path.basename(frame.filename)}:{frame.lineno})"
-        return {"ok": False, "kind": kind, "error": f"{type(err).__name__}: {err}{where}"}
+        return {"ok": False, "kind": kind, "error": f"{type(err).__name__}: {err}{where}",
+                "raised": raised(err)}
     return {"ok": True}
 
 
 def run_cell(source: str, namespace: dict) -> dict:
     buffer = io.StringIO()
-    outputs, started = [], time.monotonic()
+    outputs, started, chain = [], time.monotonic(), []
     with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
         try:
             exec(compile(source, "<check cell>", "exec"), namespace)
             error = None
         except BaseException as err:  # noqa: BLE001 - the cell's exception is its result
             error = {"type": "error", "ename": type(err).__name__, "evalue": clip(str(err))}
+            chain = raised(err)
     outputs.append({"type": "stream", "name": "stdout", "text": clip(buffer.getvalue())})
     if error:
         outputs.append(error)
     return {"outputs": outputs, "message": "", "kernel_exit": None,
-            "seconds": round(time.monotonic() - started, 3)}
+            "raised": chain, "seconds": round(time.monotonic() - started, 3)}
 
 
 def main(argv: list[str]) -> int:
     items_path, wanted = argv[0], [int(i) for i in argv[1].split(",") if i]
     protocol = os.fdopen(os.dup(1), "w", buffering=1)
-    log = os.open(os.path.join(tempfile.gettempdir(), "student-output.txt"),
-                  os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    os.dup2(log, 1)
-    os.dup2(log, 2)
-    sys.stdout = sys.stderr = open(log, "w", buffering=1, closefd=False)
+    os.dup2(2, 1)  # the student's own printing: to stderr, which the grader caps
+    sys.stdout = sys.stderr = open(2, "w", buffering=1, closefd=False)
     sys.path[:0] = [os.getcwd()]
     with open(items_path) as handle:
         items = json.load(handle)

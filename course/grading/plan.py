@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from course import ROOT
+from course.checks.registry import ALIASES, all_checks, by_function_name, canonical
 from course.grading.cells import setup_source
 
-POINTS_FILE = ROOT / "course" / "grading_points.toml"
+POINTS_FILE = ROOT / "course" / "grading" / "points.toml"
 CHECK_CALL = re.compile(r"\b(check_\w+)\s*\(")
 
 
@@ -33,24 +34,6 @@ class Lesson:
         return [c for cell in self.cells for c in cell.checks]
 
 
-def check_objects():
-    """Name `check_<x>` -> {lesson number: Check}, from course/checks/lesson*.py."""
-    import importlib
-    import pkgutil
-
-    import course.checks as package
-    from course.checks import Check
-
-    names: dict[str, dict[str, Check]] = {}
-    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
-        if info.name.startswith("lesson"):
-            module = importlib.import_module(f"course.checks.{info.name}")
-            for name, value in vars(module).items():
-                if isinstance(value, Check) and name.startswith("check_"):
-                    names.setdefault(name, {})[value.lesson] = value
-    return names
-
-
 def parse_lessons(values: list[str] | None) -> list[str] | None:
     """'00-02', '0,1', '3' -> ['00', '01', '02'] ...; None means every lesson."""
     if not values:
@@ -70,7 +53,7 @@ def lesson_plan(course_dir: Path, lessons: list[str] | None = None) -> list[Less
     """The notebooks to grade and the checks their check cells call, read from the notebooks."""
     import nbformat
 
-    named = check_objects()
+    named = by_function_name()
     notebooks = sorted((course_dir / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     present = {p.name[:2] for p in notebooks}
     if lessons is not None:
@@ -106,26 +89,37 @@ def lesson_plan(course_dir: Path, lessons: list[str] | None = None) -> list[Less
     return plan
 
 
+class PointsError(SystemExit):
+    """A points file that cannot be used as it is."""
+
+
 def load_points(check_ids: list[str], path: Path | None = None) -> dict[str, float]:
-    """Points per check from the TOML file: `default = 1` and a [points] table of id = points."""
+    """Points per check from the TOML file: `default = 1` and a [points] table of id = points.
+
+    A key that is no check's id (nor an old id kept in course/checks/registry.py's ALIASES) is
+    an error that lists the ids: a typo would otherwise silently leave a check at the default."""
     import tomllib
 
     path = POINTS_FILE if path is None else Path(path)
     config = tomllib.loads(path.read_text()) if path.exists() else {}
     default = float(config.get("default", 1))
-    table = {str(k): float(v) for k, v in config.get("points", {}).items()}
+    known = set(all_checks())
+    unknown = sorted(str(k) for k in config.get("points", {}) if canonical(str(k)) not in known)
+    if unknown:
+        raise PointsError(f"{path}: no check is called {', '.join(map(repr, unknown))}. The "
+                          f"checks are: {', '.join(sorted(known))} (and the old ids "
+                          f"{', '.join(sorted(ALIASES))})")
+    table = {canonical(str(k)): float(v) for k, v in config.get("points", {}).items()}
     for check_id, value in table.items():
         if value < 0:
-            raise SystemExit(f"{path}: negative points for {check_id}")
+            raise PointsError(f"{path}: negative points for {check_id}")
         if check_id not in check_ids:
-            print(f"note: {path.name} gives points to {check_id}, which no graded check cell runs",
-                  file=sys.stderr)
+            print(f"note: {path.name} gives points to {check_id}, which is not graded in this "
+                  "run (its lesson is not among the chosen ones)", file=sys.stderr)
     return {check_id: table.get(check_id, default) for check_id in check_ids}
 
 
 def warn_unrun(plan: list[Lesson]) -> None:
-    from course.checks import all_checks
-
     run = {c for lesson in plan for c in lesson.checks}
     numbers = {lesson.number for lesson in plan}
     for check in all_checks().values():

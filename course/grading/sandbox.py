@@ -1,30 +1,57 @@
 """The sandbox every piece of a student's code runs in: bubblewrap (`bwrap`), or nothing when the
 instructor passes the explicit unsafe switch.
 
-Inside the sandbox a process sees: the system (/usr, /lib, a few files of /etc) and the Python
-environment read-only, a private /tmp, its own /proc (a new PID namespace: no other process is
-visible) and /dev, no network (a new network namespace with only loopback), no other user
-(a new user namespace, uid 1000), and only the folders the grader binds in: the student's scratch
-copy (the one writable place) and, read-only, what the step needs. Not the other submissions,
-not OUT, not the instructor's repository (solutions/, the pristine copy, the grader's files),
-not the grader's command line or environment. The process is killed with all its children when
-the grader kills it or dies (--die-with-parent; the PID namespace ends with its first process).
-Resource limits (address space, file size, no core dumps) apply to everything inside.
+A `Layout` says what a sandbox sees, by path inside it. Nothing else is there: the system (/usr,
+/lib, a few files of /etc) and the Python environment read-only, its own /proc (a new PID
+namespace: no other process is visible) and /dev, no network (loopback only), no other user
+(uid 1000), and:
+- `tmpfs`: private writable folders of a fixed size (the private /tmp, the scratch copy),
+- `ro`: host folders or files bound read-only (the pristine handout's folders, the hidden cases),
+- `files`: contents copied in (the student's exercise files),
+- `rw`: single host files the process may write (one result file per hidden check), so that
+  no sandbox can create a file on the host, only fill the ones the grader made, each capped by
+  the file-size limit;
+- `discard`: paths that are /dev/null (a log nobody reads: it costs no space and has no limit).
+bubblewrap reads its whole command line from a file descriptor (`--args`), so the process it
+starts sees `bwrap --args 3` in /proc, not the host paths of the binds. Resource limits (address
+space, file size, CPU time, no core dumps) apply to every process inside; the whole sandbox
+dies with its first process, and with the grader.
+
+Two ways to start the sandboxed process: `exec` (bubblewrap runs the command) and `fork` (a
+copy of the fork server, which imported torch once, enters a sandbox that bubblewrap holds
+open with a placeholder; see course/grading/forkserver.py). Both give a `Running`
+(course/grading/processes.py).
 """
 from __future__ import annotations
 
+import json
 import os
 import resource
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from course.grading.processes import LIVE, ExecRunning, ForkRunning, ForkServer, Running, kill_group
+
 MIB = 1024 * 1024
+START_CPU = 30   # CPU-seconds a process started from scratch needs for Python and torch
 FIX = "install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`)"
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "nsswitch.conf", "passwd", "group",
              "localtime", "hosts", "fonts", "ssl/certs", "mime.types")
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# what every sandboxed process finds in its environment; the course's switches for sandboxed
+# checks (such as COURSE_ISOLATE) belong here
+# recorded references, and every check judges its own exercise alone (dependencies answered by
+# stand-ins replaying the reference's recorded calls), so one bug costs one point
+COURSE_ENV = {"COURSE_REFERENCE": "recorded", "COURSE_ISOLATE": "1"}
+BASE_ENV = {
+    "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
+    "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1", "MALLOC_ARENA_MAX": "2", "JUPYTER_PLATFORM_DIRS": "1",
+    "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1", **COURSE_ENV,
+}
 
 
 def python_roots() -> list[Path]:
@@ -39,6 +66,15 @@ def python_roots() -> list[Path]:
 def interpreter() -> str:
     """The environment's python, by a path that exists inside the sandbox."""
     return str(Path(sys.prefix).resolve() / "bin" / "python")
+
+
+def base_env() -> dict[str, str]:
+    return {"PATH": f"{Path(interpreter()).parent}:/usr/local/bin:/usr/bin:/bin", **BASE_ENV}
+
+
+def fork_server(log: Path) -> ForkServer:
+    """A fork server for this grading run, in the sandboxes' own environment."""
+    return ForkServer(log, interpreter(), base_env())
 
 
 def bwrap_problem() -> str | None:
@@ -60,89 +96,211 @@ def bwrap_problem() -> str | None:
 
 @dataclass
 class Limits:
-    memory_mib: int = 4096
-    fsize_mib: int = 256
+    memory_mib: int = 4096      # address space per process (0: none)
+    fsize_mib: int = 64         # largest file a process may write
+    cpu_seconds: float = 0      # CPU time per process (0: none); SIGXCPU, then SIGKILL 2 s later
+
+    def rlimits(self) -> dict[str, tuple[int, int]]:
+        found = {"CORE": (0, 0)}
+        if self.memory_mib > 0:
+            found["AS"] = (self.memory_mib * MIB,) * 2
+        if self.fsize_mib > 0:
+            found["FSIZE"] = (self.fsize_mib * MIB,) * 2
+        if self.cpu_seconds > 0:
+            seconds = max(1, int(self.cpu_seconds + 0.999))
+            found["CPU"] = (seconds, seconds + 2)
+        return found
 
     def apply(self) -> None:
-        """In the child between fork and exec: inherited by everything inside."""
-        if self.memory_mib > 0:
-            resource.setrlimit(resource.RLIMIT_AS, (self.memory_mib * MIB,) * 2)
-        if self.fsize_mib > 0:
-            resource.setrlimit(resource.RLIMIT_FSIZE, (self.fsize_mib * MIB,) * 2)
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        """In a child before exec: inherited by everything it starts."""
+        for name, value in self.rlimits().items():
+            resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), value)
+
+
+@dataclass
+class Layout:
+    """What one sandbox sees, by path inside it (see the module docstring)."""
+    tmpfs: dict[str, int] = field(default_factory=dict)       # path -> size in bytes
+    ro: dict[str, Path] = field(default_factory=dict)         # path -> host folder or file
+    rw: dict[str, Path] = field(default_factory=dict)         # path -> host file
+    files: dict[str, bytes] = field(default_factory=dict)     # path -> content
+    discard: list[str] = field(default_factory=list)          # paths that are /dev/null
+    env: dict[str, str] = field(default_factory=dict)
+    cwd: str = "/"
+
+    def environment(self) -> dict[str, str]:
+        return {**base_env(), **self.env}
+
+
+def _depth(path: str) -> tuple[int, str]:
+    return path.count("/"), path
+
+
+def _memfd(name: str, data: bytes) -> int:
+    fd = os.memfd_create(name, 0)  # no CLOEXEC: bubblewrap reads it
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def bwrap_args(layout: Layout, fds: list[int]) -> list[str]:
+    """bubblewrap's options for `layout` (file descriptors it must read appended to `fds`)."""
+    args = ["--unshare-all", "--uid", "1000", "--gid", "1000", "--hostname", "sandbox",
+            "--die-with-parent", "--new-session", "--clearenv"]
+    for system in SYSTEM:
+        if os.path.islink(system):
+            args += ["--symlink", os.readlink(system), system]
+        elif os.path.exists(system):
+            args += ["--ro-bind", system, system]
+    for name in ETC_FILES:
+        args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    for path, size in sorted(layout.tmpfs.items(), key=lambda item: _depth(item[0])):
+        args += ["--size", str(int(size)), "--tmpfs", path]
+    # after the private /tmp: an environment that lives under /tmp stays visible
+    for root in python_roots():
+        args += ["--ro-bind", str(root), str(root)]
+    for path, host in sorted(layout.ro.items(), key=lambda item: _depth(item[0])):
+        args += ["--ro-bind", str(host), path]
+    made = set(layout.tmpfs)
+    for path, host in sorted(layout.rw.items(), key=lambda item: _depth(item[0])):
+        args += ["--bind", str(host), path]
+    for path, content in sorted(layout.files.items(), key=lambda item: _depth(item[0])):
+        parent = os.path.dirname(path)
+        if parent not in made and parent not in layout.ro:
+            args += ["--dir", parent]
+            made.add(parent)
+        fds.append(_memfd("student-file", content))
+        args += ["--perms", "0644", "--file", str(fds[-1]), path]
+    for path in layout.discard:
+        args += ["--dev-bind", "/dev/null", path]
+    for key, value in layout.environment().items():
+        args += ["--setenv", key, value]
+    return args + ["--chdir", layout.cwd]
 
 
 @dataclass
 class Sandbox:
-    """One sandboxed step: `writable` and `readonly` map host folders to paths inside."""
-    writable: dict[Path, str] = field(default_factory=dict)
-    readonly: dict[Path, str] = field(default_factory=dict)
-    env: dict[str, str] = field(default_factory=dict)
-    cwd: str = "/"
+    """One sandboxed step. With `unsafe`, the layout is made of real folders and links under
+    `root` on the host and nothing is isolated."""
+    layout: Layout
     unsafe: bool = False
+    root: Path | None = None          # UNSAFE only: where the layout is laid out on the host
+    server: ForkServer | None = None  # start by fork through this server, else by exec
 
-    def path(self, host: Path) -> str:
-        """Where a host path (inside one of the bound folders) is seen by the sandboxed process."""
-        host = Path(host)
-        for folder, inside in [*self.writable.items(), *self.readonly.items()]:
-            if host == folder or host.is_relative_to(folder):
-                return str(host) if self.unsafe else str(Path(inside) / host.relative_to(folder))
-        raise ValueError(f"{host} is not bound into the sandbox")
+    def p(self, inside: str) -> str:
+        """How the process sees the in-sandbox path `inside` (a host path when UNSAFE)."""
+        return str(self.root) + inside if self.unsafe else inside
 
-    def environment(self) -> dict[str, str]:
-        base = {
-            "PATH": f"{Path(interpreter()).parent}:/usr/local/bin:/usr/bin:/bin",
-            "HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
-            "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-            "OPENBLAS_NUM_THREADS": "1", "MALLOC_ARENA_MAX": "2", "COURSE_REFERENCE": "recorded",
-            "JUPYTER_PLATFORM_DIRS": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-            "PYDEVD_DISABLE_FILE_VALIDATION": "1",
-        }
-        env = {**base, **self.env}
-        if self.unsafe:  # the same variables, with host paths
-            env = {k: self._host(v) for k, v in env.items()}
-            env["HOME"] = env["TMPDIR"] = self._host_tmp()
+    def _unsafe_layout(self) -> None:
+        for path in sorted(self.layout.tmpfs, key=_depth):
+            Path(self.p(path)).mkdir(parents=True, exist_ok=True)
+        for path, host in [*self.layout.ro.items(), *self.layout.rw.items()]:
+            Path(self.p(path)).parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(host, self.p(path))
+        for path, content in self.layout.files.items():
+            Path(self.p(path)).parent.mkdir(parents=True, exist_ok=True)
+            Path(self.p(path)).write_bytes(content)
+        for path in self.layout.discard:
+            os.symlink("/dev/null", self.p(path))
+
+    def _env(self) -> dict[str, str]:
+        env = self.layout.environment()
+        if self.unsafe:
+            env = {k: ":".join(self.p(v) if v.startswith("/") and not v.startswith(
+                ("/usr", "/bin", str(Path(interpreter()).parent))) else v for v in value.split(":"))
+                for k, value in env.items()}
         return env
 
-    def _host(self, value: str) -> str:
-        for folder, inside in [*self.writable.items(), *self.readonly.items()]:
-            value = value.replace(inside, str(folder)) if value.startswith(inside) or \
-                f":{inside}" in value else value
-        return value
+    def start(self, argv: list[str], limits: Limits) -> Running:
+        """Start `argv` (argv[1] a script when forking: `python script args...`)."""
+        if LIVE.stopped.is_set():
+            raise OSError("the grading run was stopped")
+        if self.unsafe and self.root is not None and not self.root.exists():
+            self.root.mkdir(parents=True)
+            self._unsafe_layout()
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        try:
+            running = None
+            if self.server is not None and self.server.alive and not self.unsafe:
+                try:
+                    running = self._fork(argv, limits, out_r, out_w, err_r, err_w)
+                except OSError:
+                    if self.server.alive:  # the sandbox failed, not the server
+                        raise
+                    limits = replace(limits, cpu_seconds=limits.cpu_seconds and
+                                     limits.cpu_seconds + START_CPU)
+            if running is None:
+                running = self._exec(argv, limits, out_r, out_w, err_r, err_w)
+        except BaseException:
+            os.close(out_r)
+            os.close(err_r)
+            raise
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+        LIVE.add(running)
+        return running
 
-    def _host_tmp(self) -> str:
-        first = next(iter(self.writable))
-        tmp = first / ".tmp"
-        tmp.mkdir(exist_ok=True)
-        return str(tmp)
-
-    def command(self, argv: list[str]) -> list[str]:
+    def _exec(self, argv, limits, out_r, out_w, err_r, err_w) -> Running:
+        fds: list[int] = []
         if self.unsafe:
-            return argv
-        cmd = ["bwrap", "--unshare-all", "--uid", "1000", "--gid", "1000", "--hostname", "sandbox",
-               "--die-with-parent", "--new-session", "--clearenv"]
-        for system in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
-            if os.path.exists(system):
-                cmd += ["--ro-bind", system, system] if not os.path.islink(system) else \
-                    ["--symlink", os.readlink(system), system]
-        for name in ETC_FILES:
-            cmd += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-        # the private /tmp first: a Python environment that lives under /tmp (a clone in /tmp,
-        # as CI may use) is bound on top of it instead of being hidden by it
-        cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-        for root in python_roots():
-            cmd += ["--ro-bind", str(root), str(root)]
-        for host, inside in self.readonly.items():
-            cmd += ["--ro-bind", str(host), inside]
-        for host, inside in self.writable.items():
-            cmd += ["--bind", str(host), inside]
-        for key, value in self.environment().items():
-            cmd += ["--setenv", key, value]
-        return [*cmd, "--chdir", self.cwd, *argv]
+            command, env, cwd = argv, self._env(), self.p(self.layout.cwd)
+        else:
+            args = bwrap_args(self.layout, fds)
+            fds.append(_memfd("bwrap-args", "\0".join(args).encode() + b"\0"))
+            # the command (in-sandbox paths only) must follow on bwrap's own command line
+            command = ["bwrap", "--args", str(fds[-1]), "--", *argv]
+            env, cwd = {"PATH": "/usr/bin:/bin"}, "/"
+        try:
+            proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out_w, stderr=err_w,
+                                    env=env, cwd=cwd, pass_fds=fds, preexec_fn=limits.apply,
+                                    start_new_session=True)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        return ExecRunning(proc, out_r, err_r, sandboxed=not self.unsafe)
 
-    def popen(self, argv: list[str], limits: Limits, stdout, stderr) -> subprocess.Popen:
-        return subprocess.Popen(
-            self.command(argv), stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
-            env=self.environment() if self.unsafe else {"PATH": "/usr/bin:/bin"},
-            cwd=self._host(self.cwd) if self.unsafe else "/", preexec_fn=limits.apply,
-            start_new_session=True)
+    def _holder(self, err: int) -> tuple[subprocess.Popen, int]:
+        """bubblewrap holding the sandbox open around a placeholder, and the placeholder's pid.
+        bubblewrap tells the pid (--info-fd) before it has set the sandbox up; the placeholder
+        says "ready" once it runs, that is once every mount is in place."""
+        fds: list[int] = []
+        info_r, info_w = os.pipe()
+        ready_r, ready_w = os.pipe()
+        args = bwrap_args(self.layout, fds) + ["--info-fd", str(info_w)]
+        fds.append(_memfd("bwrap-args", "\0".join(args).encode() + b"\0"))
+        try:
+            holder = subprocess.Popen(["bwrap", "--args", str(fds[-1]), "--", "/bin/sh", "-c",
+                                       "echo ready && exec sleep infinity"],
+                                      stdin=subprocess.DEVNULL, stdout=ready_w, stderr=err,
+                                      env={"PATH": "/usr/bin:/bin"}, cwd="/",
+                                      pass_fds=[*fds, info_w], start_new_session=True)
+        finally:
+            for fd in (*fds, info_w, ready_w):
+                os.close(fd)
+        with os.fdopen(info_r, "rb") as info, os.fdopen(ready_r, "rb") as ready:
+            said, told = info.read(), ready.readline()
+        try:
+            pid = int(json.loads(said)["child-pid"])
+        except (ValueError, KeyError, TypeError):
+            pid = None
+        if pid is None or told != b"ready\n":
+            kill_group(holder)
+            raise OSError(f"bubblewrap did not start its sandbox ({said[:200]!r}, {told[:50]!r})")
+        return holder, pid
+
+    def _fork(self, argv, limits, out_r, out_w, err_r, err_w) -> Running:
+        assert not self.unsafe, "without a sandbox, processes are started by exec"
+        holder, pid = self._holder(err_w)
+        request = {"ns_pid": pid, "script": argv[1], "args": argv[2:], "env": self._env(),
+                   "cwd": self.p(self.layout.cwd),
+                   "path": [p for p in self._env().get("PYTHONPATH", "").split(":") if p],
+                   "rlimits": limits.rlimits()}
+        try:
+            status = self.server.spawn(request, out_w, err_w)
+        except OSError:
+            kill_group(holder)
+            raise
+        return ForkRunning(holder, status, out_r, err_r)

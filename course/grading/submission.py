@@ -2,13 +2,11 @@
 from __future__ import annotations
 
 import difflib
-import hashlib
 import io
 import os
 import re
 import stat
 import tokenize
-import unicodedata
 from pathlib import Path
 
 MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\.py$")
@@ -131,26 +129,3 @@ def shipped_extras(student: Path, exercises: Path | None) -> list[str]:
         elif exercises is not None and exercises.parent == first:
             extras += [f"{first.name}/{n}/" for n in names if _is_dir(first / n)]
     return extras
-
-
-def report_names(students: list[str]) -> dict[str, str]:
-    """A distinct, readable file name for each student folder name.
-
-    Letters of any script are kept (NFC); anything else becomes '_'. When that changes the name,
-    or two names would then differ only in case or not at all, a short hash of the original name
-    is added, so no two students can share a report or raw folder."""
-    def clean(name: str) -> str:
-        text = unicodedata.normalize("NFC", name)
-        text = re.sub(r"[^\w.-]", "_", text).strip(".") or "_"
-        return text[:80]
-
-    cleaned = {s: clean(s) for s in students}
-    counts: dict[str, int] = {}
-    for value in cleaned.values():
-        counts[value.casefold()] = counts.get(value.casefold(), 0) + 1
-    names = {}
-    for student, value in cleaned.items():
-        if value != student or counts[value.casefold()] > 1:
-            value = f"{value}-{hashlib.sha256(student.encode('utf-8', 'surrogateescape')).hexdigest()[:8]}"
-        names[student] = value
-    return names

@@ -1,6 +1,7 @@
 """Reading a check cell's outputs: which checks printed their PASS line, and why the others failed."""
 from __future__ import annotations
 
+from course.checks import lines as check_lines
 from course.grading.plan import CheckCell
 
 MEMORY_WORDS = ("MemoryError", "can't allocate memory", "DefaultCPUAllocator", "std::bad_alloc",
@@ -13,18 +14,12 @@ def kernel_died(record: dict) -> bool:
     return code is not None and code != -9
 
 
-def _names_check(evalue: str, check_id: str) -> bool:
-    return (evalue.startswith(f"FAIL {check_id},") or
-            evalue.startswith(f"NOT IMPLEMENTED YET: {check_id} "))
-
-
 def judge_cell(cell: CheckCell, record: dict | None, n_cases: dict[str, int],
                junit: tuple[str, str] | None = None) -> dict[str, tuple[bool, str]]:
     """Check id -> (PASS line printed?, message) for one check cell, from its real outputs."""
     if record is None:
         return {c: (False, "") for c in cell.checks}  # reason filled in by the caller
     stdout = "".join(o.get("text", "") for o in record["outputs"] if o["type"] == "stream")
-    lines = set(stdout.splitlines())
     errors = [o for o in record["outputs"] if o["type"] == "error"]
     died = kernel_died(record)
     timed_out = not died and ("Timeout of" in record.get("message", "") or (
@@ -32,13 +27,13 @@ def judge_cell(cell: CheckCell, record: dict | None, n_cases: dict[str, int],
     results: dict[str, tuple[bool, str]] = {}
     failed_before = None
     for check_id in cell.checks:
-        mine = [e for e in errors if _names_check(e["evalue"], check_id)]
-        passed = (f"PASS {check_id} ({n_cases[check_id]} cases)" in lines and not mine
+        mine = [e for e in errors if check_lines.names_check(e["evalue"], check_id)]
+        passed = (check_lines.printed_pass(stdout, check_id, n_cases[check_id]) and not mine
                   and failed_before is None and not died and not timed_out
-                  and (not errors or any(_names_check(e["evalue"], c) for e in errors
+                  and (not errors or any(check_lines.names_check(e["evalue"], c) for e in errors
                                          for c in cell.checks if c != check_id)))
         if passed:
-            results[check_id] = (True, f"PASS {check_id} ({n_cases[check_id]} cases)")
+            results[check_id] = (True, check_lines.pass_line(check_id, n_cases[check_id]))
             continue
         if mine:
             message = mine[0]["evalue"].strip()

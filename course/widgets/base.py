@@ -7,6 +7,7 @@ browser test can see the change (the <img> source changes).
 """
 from __future__ import annotations
 
+import html
 import io
 from typing import Callable
 
@@ -28,7 +29,7 @@ def live_figure(draw: Callable[..., None], controls: dict[str, widgets.ValueWidg
     """Controls above a figure that draw(fig, **control values) redraws whenever one moves.
 
     draw: fills a blank matplotlib Figure; label the axes there.
-    caption: one line under the figure saying what to look at.
+    caption: plain text under the figure saying what to look at and what to try.
     """
     image = widgets.Image(format="png", layout=widgets.Layout(width="auto"))
 
@@ -43,7 +44,7 @@ def live_figure(draw: Callable[..., None], controls: dict[str, widgets.ValueWidg
     for control in controls.values():
         control.observe(redraw, names="value")
     redraw()
-    caption_line = widgets.HTML(f"<i>{caption}</i>")
+    caption_line = widgets.HTML(f"<i>{html.escape(caption)}</i>")  # plain text: "<pad>" shows
     row = widgets.HBox(list(controls.values()), layout=widgets.Layout(flex_flow="row wrap"))
     box = widgets.VBox([row, image, caption_line])
     box.redraw = redraw  # lets tests trigger a draw without a front end

@@ -9,6 +9,7 @@ import math
 import ipywidgets as widgets
 import torch
 
+from course.i18n import _
 from course.widgets.base import live_figure
 
 DIMENSIONS = [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
@@ -55,18 +56,19 @@ def draw_softmax(fig, c: int, temperature: float, scaled: bool) -> None:
     weights = stats["first_query_weights"].numpy()
     left.bar(range(len(weights)), weights, color="tab:blue")
     left.set_ylim(0, 1)
-    left.set_xlabel("key j")
-    left.set_ylabel("attention weight")
-    left.set_title(f"c={c}, T={temperature:.2g}, {'÷√c' if scaled else 'no scale'}: "
-                   f"entropy {stats['mean_entropy']:.2f} nats")
+    left.set_xlabel(_("key j"))
+    left.set_ylabel(_("attention weight"))
+    left.set_title(_("c={c}, T={temperature}, {scale}: entropy {entropy} nats").format(
+        c=c, temperature=f"{temperature:.2g}", scale="÷√c" if scaled else _("no scale"),
+        entropy=f"{stats['mean_entropy']:.2f}"))
     for is_scaled, style in ((True, "-"), (False, "--")):
         right.plot(DIMENSIONS, entropy_curve(temperature, is_scaled), style, marker="o",
-                   markersize=3, label="q·k/√c" if is_scaled else "q·k (no scale)")
-    right.axhline(stats["uniform_entropy"], color="grey", lw=0.8, ls=":", label="uniform")
+                   markersize=3, label="q·k/√c" if is_scaled else _("q·k (no scale)"))
+    right.axhline(stats["uniform_entropy"], color="grey", lw=0.8, ls=":", label=_("uniform"))
     right.axvline(c, color="tab:red", lw=0.8)
     right.set_xscale("log", base=2)
-    right.set_xlabel("dimension c")
-    right.set_ylabel("mean entropy (nats)")
+    right.set_xlabel(_("dimension c"))
+    right.set_ylabel(_("mean entropy (nats)"))
     right.legend(fontsize=8)
 
 
@@ -74,9 +76,13 @@ def softmax_explorer() -> widgets.VBox:
     controls = {
         "c": widgets.SelectionSlider(options=DIMENSIONS, value=64, description="c"),
         "temperature": widgets.FloatLogSlider(value=1.0, base=10, min=-1, max=1, step=0.05,
-                                              description="temperature"),
-        "scaled": widgets.Checkbox(value=True, description="divide by √c"),
+                                              description=_("temperature")),
+        "scaled": widgets.Checkbox(value=True, description=_("divide by √c")),
     }
-    return live_figure(draw_softmax, controls,
-                       "Without ÷√c the entropy collapses as c grows: one key takes all the "
-                       "weight. A temperature above 1 flattens the weights, below 1 sharpens them.")
+    return live_figure(draw_softmax, controls, _(
+        "A query is compared with 8 keys by dot products of random vectors of size c; the "
+        "softmax turns the 8 scores into weights that sum to 1. Left: one query's weights. Right: "
+        "their entropy averaged over many queries, against c (ln 8 = 2.08, dotted: all keys "
+        "weighted alike; 0: one key takes everything). Try: untick 'divide by √c' and raise c: "
+        "the weights collapse onto one key. With the scale, c hardly matters. A temperature above "
+        "1 flattens the weights, below 1 sharpens them."))

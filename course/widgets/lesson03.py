@@ -13,6 +13,7 @@ import ipywidgets as widgets
 import torch
 from torch import nn
 
+from course.i18n import _
 from course.widgets.base import live_figure
 
 HEAD_COUNTS = [1, 2, 4, 8, 16]
@@ -82,16 +83,17 @@ def draw_heads(fig, c_in: int, N_head: int, widened: bool) -> None:
     ax = left_fig.subplots()
     # the estimate lies almost exactly under the conserved curve: a wide pale band shows it there
     ax.plot(curves["N_head"], curves["estimate"], color="tab:grey", lw=7, alpha=0.35,
-            solid_capstyle="butt", label="4·c_in² (grey band, under the blue)")
+            solid_capstyle="butt", label=_("4·c_in² (grey band, under the blue)"))
     ax.plot(curves["N_head"], curves["conserved"], marker="o", label="c = c_in / N_head")
-    ax.plot(curves["N_head"], curves["widened"], marker="s", ls="--", label="c = c_in (widened)")
+    ax.plot(curves["N_head"], curves["widened"], marker="s", ls="--", label=_("c = c_in (widened)"))
     current = count_parameters(c_in, N_head, widened)
     ax.plot([N_head], [current], "o", ms=12, mfc="none", mec="tab:red")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("N_head")
-    ax.set_ylabel("parameters")
-    ax.set_title(f"c_in={c_in}: {current:,} parameters", fontsize=9)
+    ax.set_ylabel(_("parameters"))
+    ax.set_title(_("c_in={c_in}: {count} parameters").format(c_in=c_in, count=f"{current:,}"),
+                 fontsize=9)
     ax.legend(fontsize=7)
     weights = per_head_weights(c_in, N_head, widened)
     shown = min(N_head, 8)
@@ -105,19 +107,25 @@ def draw_heads(fig, c_in: int, N_head: int, widened: bool) -> None:
             head_ax.axis("off")
             continue
         image = head_ax.imshow(weights[h].numpy(), vmin=0, vmax=float(weights.max()), cmap="viridis")
-        head_ax.set_title(f"head {h}", fontsize=8)
-    right_fig.colorbar(image, ax=axes, shrink=0.8, label="weight")  # one scale for every head
-    right_fig.suptitle(f"weights (query rows, key columns), c={head_width(c_in, N_head, widened)}"
-                       + (f", first 8 of {N_head}" if N_head > 8 else ""), fontsize=9)
+        head_ax.set_title(_("head {h}").format(h=h), fontsize=8)
+    right_fig.colorbar(image, ax=axes, shrink=0.8, label=_("weight"))  # one scale for every head
+    title = _("weights (query rows, key columns), c={c}").format(c=head_width(c_in, N_head, widened))
+    if N_head > 8:
+        title += _(", first 8 of {n}").format(n=N_head)
+    right_fig.suptitle(title, fontsize=9)
 
 
 def heads_explorer() -> widgets.VBox:
     controls = {
         "c_in": widgets.Dropdown(options=WIDTHS, value=64, description="c_in"),
         "N_head": widgets.SelectionSlider(options=HEAD_COUNTS, value=4, description="N_head"),
-        "widened": widgets.Checkbox(value=False, description="widened (c = c_in)"),
+        "widened": widgets.Checkbox(value=False, description=_("widened (c = c_in)")),
     }
-    return live_figure(draw_heads, controls,
-                       "Width conserved: the count stays at 4·c_in² + c_in whatever N_head; "
-                       "widened: it grows N_head-fold. Each head has its own attention map.",
-                       figsize=(8.0, 3.4))
+    return live_figure(draw_heads, controls, _(
+        "Multi-head attention projects each of c_in input channels to queries, keys and values "
+        "and splits them into N_head heads of c channels, which attend separately. Left: the "
+        "parameters of the four projections against N_head. With c = c_in / N_head (the usual "
+        "choice) the count stays 4·c_in² + c_in whatever N_head; ticked 'widened', every head gets "
+        "all c_in channels and the count grows N_head-fold. Right: each head's attention weights "
+        "on the same 8 random tokens. Try: raise N_head: more maps, each different, for the same "
+        "parameter count."), figsize=(8.0, 3.4))

@@ -11,6 +11,7 @@ import torch
 from matplotlib.patches import Rectangle
 
 from course import ROOT
+from course.i18n import _
 from course.widgets.base import live_figure
 
 AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"
@@ -41,31 +42,35 @@ def draw_pair_bias(fig, i: int, j: int, b: float) -> None:
     after = weights_with_pair_bias(scores, i, j, b)
     left, right = fig.subplots(1, 2, width_ratios=[1, 1.4])
     image = left.imshow(after.numpy(), vmin=0, vmax=1, cmap="viridis")
-    fig.colorbar(image, ax=left, shrink=0.8, label="weight")
+    fig.colorbar(image, ax=left, shrink=0.8, label=_("weight"))
     left.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, ec="tab:red", lw=2))
-    left.set_xlabel("key j")
-    left.set_ylabel("query i")
-    left.set_title(f"weights, bias {b:+.1f} at ({i}, {j})", fontsize=9)
+    left.set_xlabel(_("key j"))
+    left.set_ylabel(_("query i"))
+    left.set_title(_("weights, bias {b} at ({i}, {j})").format(b=f"{b:+.1f}", i=i, j=j), fontsize=9)
     keys = torch.arange(scores.shape[-1]).numpy()
-    right.bar(keys - 0.2, before[i].numpy(), width=0.4, label="no bias", color="tab:grey")
-    right.bar(keys + 0.2, after[i].numpy(), width=0.4, label="with bias", color="tab:blue")
+    right.bar(keys - 0.2, before[i].numpy(), width=0.4, label=_("no bias"), color="tab:grey")
+    right.bar(keys + 0.2, after[i].numpy(), width=0.4, label=_("with bias"), color="tab:blue")
     right.set_ylim(0, 1)
     right.set_xticks(keys)
-    right.set_xlabel("key j")
-    right.set_ylabel(f"weight of query {i}")
+    right.set_xlabel(_("key j"))
+    right.set_ylabel(_("weight of query {i}").format(i=i))
     right.legend(fontsize=8)
-    right.set_title("only row i changes; it still sums to 1", fontsize=9)
+    right.set_title(_("only row i changes; it still sums to 1"), fontsize=9)
 
 
 def pair_bias_explorer() -> widgets.VBox:
     controls = {
-        "i": widgets.IntSlider(value=1, min=0, max=4, description="query i"),
-        "j": widgets.IntSlider(value=3, min=0, max=4, description="key j"),
-        "b": widgets.FloatSlider(value=2.0, min=-10.0, max=10.0, step=0.5, description="bias b"),
+        "i": widgets.IntSlider(value=1, min=0, max=4, description=_("query i")),
+        "j": widgets.IntSlider(value=3, min=0, max=4, description=_("key j")),
+        "b": widgets.FloatSlider(value=2.0, min=-10.0, max=10.0, step=0.5,
+                                 description=_("bias b")),
     }
-    return live_figure(draw_pair_bias, controls,
-                       "A positive b pulls query i towards key j and takes weight from the other "
-                       "keys; a very negative b acts like a mask.")
+    return live_figure(draw_pair_bias, controls, _(
+        "Attention weights of 5 queries (rows) over 5 keys (columns); each row sums to 1. An "
+        "attention bias is a number added to a score before the softmax: here b, on the one "
+        "(query i, key j) pair outlined in red. Right: row i without and with it. Try: a positive b "
+        "pulls query i towards key j and takes weight from its other keys; b = −10 all but "
+        "removes key j, as a mask would. The other rows never change."))
 
 
 # --- the toy MSA ------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import math
 import ipywidgets as widgets
 import torch
 
+from course.i18n import _
 from course.widgets.base import live_figure
 
 N_TOKENS, N_CHANNELS = 5, 4
@@ -43,29 +44,33 @@ def draw_gate(fig, **logits) -> None:
     result = gate_demo(values)
     ax_weights, ax_gate, ax_o, ax_gated = fig.subplots(1, 4, width_ratios=[5, 4, 4, 4])
     image = ax_weights.imshow(result["weights"].numpy(), cmap="viridis", vmin=0, vmax=1)
-    fig.colorbar(image, ax=ax_weights, shrink=0.8, label="weight")
-    ax_weights.set(title="attention weights\n(unchanged by the gate)", xlabel="key",
-                   ylabel="query")
+    fig.colorbar(image, ax=ax_weights, shrink=0.8, label=_("weight"))
+    ax_weights.set(title=_("attention weights\n(unchanged by the gate)"), xlabel=_("key"),
+                   ylabel=_("query"))
     channels = range(len(values))
     ax_gate.bar(channels, result["gate"].numpy(), color="tab:green")
     ax_gate.axhline(1 / (1 + math.exp(-AF2_INITIAL_LOGIT)), color="grey", lw=0.8, ls="--")
-    ax_gate.set(ylim=(0, 1), xticks=list(channels), xlabel="channel",
-                title=f"gate (sum {result['gate'].sum().item():.2f}:\nno normalisation)")
+    ax_gate.set(ylim=(0, 1), xticks=list(channels), xlabel=_("channel"),
+                title=_("gate (sum {total}:\nno normalisation)").format(
+                    total=f"{result['gate'].sum().item():.2f}"))
     limit = result["o"].abs().max().item()
-    for ax, key, title in [(ax_o, "o", "o (before the gate)"), (ax_gated, "gated", "gate ⊙ o")]:
+    for ax, key, title in [(ax_o, "o", _("o (before the gate)")), (ax_gated, "gated", "gate ⊙ o")]:
         image = ax.imshow(result[key].numpy(), cmap="coolwarm", vmin=-limit, vmax=limit)
-        ax.set(title=title, xlabel="channel", ylabel="token", xticks=list(channels))
-    fig.colorbar(image, ax=[ax_o, ax_gated], shrink=0.8, label="value (same scale)")
+        ax.set(title=title, xlabel=_("channel"), ylabel=_("token"), xticks=list(channels))
+    fig.colorbar(image, ax=[ax_o, ax_gated], shrink=0.8, label=_("value (same scale)"))
 
 
 def gate_explorer(n_channels: int = N_CHANNELS) -> widgets.VBox:
     # vertical, like the faders of a mixing desk: four of them fit side by side at full length
     controls = {f"g{i}": widgets.FloatSlider(value=AF2_INITIAL_LOGIT, min=-8.0, max=8.0, step=0.5,
-                                             description=f"logit {i}", orientation="vertical",
-                                             readout_format=".1f")
+                                             description=_("logit {i}").format(i=i),
+                                             orientation="vertical", readout_format=".1f")
                 for i in range(n_channels)}
-    return live_figure(draw_gate, controls,
-                       "Each slider is one channel's gate logit (AF2 starts them all at 1, dashed "
-                       "line: 0.73). The attention map never moves; the gate scales whole "
-                       "channels of the output, independently of each other.",
-                       figsize=(10.0, 3.0))
+    return live_figure(draw_gate, controls, _(
+        "Attention mixes the values of 5 tokens with the weights on the left; its output o has "
+        "one number per token and channel. An output gate then multiplies each channel by "
+        "sigmoid(logit), between 0 (closed) and 1 (open). Each slider is one channel's logit; "
+        "AlphaFold2 starts them all at 1 (dashed line: 0.73). Try: pull a slider down and that "
+        "channel's column of gate ⊙ o fades to 0, while the attention weights and the other "
+        "channels do not move. The gates need not sum to 1: each channel is scaled on its own."),
+        figsize=(10.0, 3.0))

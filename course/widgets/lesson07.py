@@ -16,9 +16,10 @@ from __future__ import annotations
 import ipywidgets as widgets
 import torch
 
+from course.i18n import N_, _
 from course.widgets.base import live_figure
 
-SCHEMES = ("sinusoidal", "RoPE")
+SCHEMES = (N_("sinusoidal"), "RoPE")  # values the code compares; N_: the label is translated
 N_POSITIONS = 64
 DIMENSIONS = [2, 4, 8, 16, 32, 64, 128]
 
@@ -65,26 +66,29 @@ def draw_similarity(fig, scheme: str, log10_base: float, d: int) -> None:
     image = ax_map.imshow(similarity.numpy(), cmap="coolwarm", vmin=-1, vmax=1)
     fig.colorbar(image, ax=ax_map, shrink=0.85,
                  label="PE(i)·PE(j) / (d/2)" if scheme == "sinusoidal" else "RoPE(x, i) · RoPE(x, j)")
-    ax_map.set(title=f"{scheme}, d = {d}, base = {base:,.0f}", xlabel="position j",
-               ylabel="position i")
+    ax_map.set(title=_("{scheme}, d = {d}, base = {base}").format(
+        scheme=_(scheme), d=d, base=f"{base:,.0f}"), xlabel=_("position j"), ylabel=_("position i"))
     middle = N_POSITIONS // 2
     offsets = middle - torch.arange(N_POSITIONS)
     ax_row.plot(offsets.numpy(), similarity[middle].numpy(), color="tab:purple")
     ax_row.axhline(0, color="grey", lw=0.6)
-    ax_row.set(ylim=(-1.05, 1.05), xlabel="offset i - j", title=f"row i = {middle}",
-               ylabel="similarity")
+    ax_row.set(ylim=(-1.05, 1.05), xlabel=_("offset i - j"),
+               title=_("row i = {i}").format(i=middle), ylabel=_("similarity"))
 
 
 def similarity_explorer() -> widgets.VBox:
     controls = {
-        "scheme": widgets.ToggleButtons(options=list(SCHEMES), value="sinusoidal",
-                                        description="scheme"),
+        "scheme": widgets.ToggleButtons(options=[(_(s), s) for s in SCHEMES], value="sinusoidal",
+                                        description=_("scheme")),
         "log10_base": widgets.FloatSlider(value=4.0, min=1.0, max=6.0, step=0.25,
                                           description="log10(base)", readout_format=".2f"),
-        "d": widgets.SelectionSlider(options=DIMENSIONS, value=16, description="dimension d"),
+        "d": widgets.SelectionSlider(options=DIMENSIONS, value=16, description=_("dimension d")),
     }
-    return live_figure(draw_similarity, controls,
-                       "Every diagonal of the map holds one value: the similarity depends on "
-                       "i - j only. A small base or a small d gives fast frequencies that repeat; "
-                       "a large base stretches the slowest pair over many positions.",
-                       figsize=(10.0, 3.8))
+    return live_figure(draw_similarity, controls, _(
+        "Attention alone does not see word order; a position encoding gives each position its "
+        "own pattern of sines and cosines, over d channels (sinusoidal: added to the token; "
+        "RoPE: rotating queries and keys). Left: how similar positions i and j look, for every "
+        "pair of 64 positions (1: alike, −1: opposite). Right: one row, against the offset i − j. "
+        "Try both schemes: every diagonal of the map holds one value, so the similarity depends "
+        "on the distance i − j only. A small base or a small d makes it repeat after a few "
+        "positions; a large base stretches it over many."), figsize=(10.0, 3.8))

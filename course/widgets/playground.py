@@ -2,9 +2,10 @@
 
 A widget joins the playground by convention: any function named `*_explorer` in a
 `course/widgets/lessonNN.py` module whose parameters all have defaults is picked up, titled by
-the first line of its docstring. `REGISTRY` gives a nicer title, or the arguments a widget needs
-(lesson 08's loads the shipped metrics). A new lesson's widget therefore appears with no change
-here; add a registry line only to name it better or to pass it arguments.
+the first line of its docstring, so a new lesson's widget appears at once while it is written.
+Before it ships, give it a `REGISTRY` line: a title that says what a self-learner sees, for
+someone who has not read the lesson, marked for translation (tests/test_playground.py insists),
+and the arguments it needs, if any (lesson 08's loads the shipped metrics).
 
 Widgets never import `exercises/`: the playground works before any exercise is written
 (tests/test_playground.py blocks `exercises` and `solutions` while it builds every widget).
@@ -17,12 +18,12 @@ import inspect
 import pkgutil
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable
 
 import ipywidgets as widgets
 
 from course import ROOT
+from course.i18n import ENGLISH, N_, _, language
 
 NOTEBOOKS = ROOT / "notebooks"
 
@@ -32,7 +33,8 @@ class Entry:
     """One widget of the playground.
 
     target: "lessonNN:function", the function in course/widgets/ that builds the widget.
-    title: one line above the widget (the widget's own caption stays under its figure).
+    title: one line above the widget (the widget's own caption stays under its figure), in
+      English, marked with N_: `header` translates it when the page is shown.
     arguments: called with no argument, returns the function's keyword arguments.
     """
 
@@ -62,12 +64,33 @@ def _shipped_metrics() -> dict:
     return {"runs": load_metrics()}
 
 
+# Titles say what a self-learner sees, for someone who has not read the lesson; each widget's
+# caption under its figure says what to try. Marked with N_ and translated where shown (header).
 REGISTRY = [
-    Entry("lesson01:softmax_explorer", "Softmax: the dimension c, the 1/√c scale and a temperature"),
-    Entry("lesson03:heads_explorer", "Heads against parameters, and what each head attends to"),
-    Entry("lesson04:pair_bias_explorer", "A bias on one (query, key) pair"),
-    Entry("lesson06:gate_explorer", "The output gate: one logit per channel, the attention map unchanged"),
-    Entry("lesson08:sink_explorer", "First-token attention per layer: baseline against gated tiny LMs",
+    Entry("lesson01:softmax_explorer",
+          N_("Softmax, the step that turns scores into attention weights: how the vector size, "
+             "the 1/√c scale and a temperature make it flat or peaked")),
+    Entry("lesson02:mask_explorer",
+          N_("Masks: which words each word may look at (causal, padding), and what happens to a "
+             "word that may look at none")),
+    Entry("lesson03:heads_explorer",
+          N_("Attention heads: more heads cost no extra parameters at the same width, and each "
+             "head has its own attention map")),
+    Entry("lesson04:pair_bias_explorer",
+          N_("An attention bias: push one (query, key) pair up or down and watch that query's "
+             "weights shift")),
+    Entry("lesson05:memory_explorer",
+          N_("Memory of column attention against the number of sequences: where 24, 40 and "
+             "80 GB graphics cards run out")),
+    Entry("lesson06:gate_explorer",
+          N_("The output gate: a sigmoid per channel that scales the attention output, leaving "
+             "the attention weights unchanged")),
+    Entry("lesson07:similarity_explorer",
+          N_("Position encodings (sinusoidal or RoPE): how similar positions i and j look, and why "
+             "it depends on the distance i − j only")),
+    Entry("lesson08:sink_explorer",
+          N_("The attention sink: how much attention lands on the first token, layer by layer, in "
+             "tiny language models with and without the gate"),
           arguments=_shipped_metrics),
 ]
 
@@ -108,20 +131,36 @@ def entries() -> list[Entry]:
     return sorted(merged.values(), key=lambda e: (e.lesson, e.target))
 
 
+def notebook_path(entry: Entry) -> str | None:
+    """The lesson's notebook in the page's language: notebooks/zh/NN_topic.ipynb on a Chinese
+    page where the lesson is translated, else the English notebooks/NN_topic.ipynb (or None)."""
+    if entry.notebook is None:
+        return None
+    if language() != ENGLISH and (NOTEBOOKS / "zh" / entry.notebook).exists():
+        return f"notebooks/zh/{entry.notebook}"
+    return f"notebooks/{entry.notebook}"
+
+
 def lesson_link(entry: Entry) -> str:
     """HTML naming the lesson, linking to its notebook on the course's repository."""
     from course.repository import blob_url
 
-    if entry.notebook is None:
-        return f"lesson {entry.lesson}"
-    url = blob_url(f"notebooks/{entry.notebook}")
-    return (f'lesson {entry.lesson}: <a href="{html.escape(url)}" target="_blank">'
-            f"notebooks/{entry.notebook}</a>")
+    lesson = _("lesson {number}").format(number=entry.lesson)
+    path = notebook_path(entry)
+    if path is None:
+        return lesson
+    anchor = f'<a href="{html.escape(blob_url(path))}" target="_blank">{html.escape(path)}</a>'
+    link = _("{lesson}: {link}").format(lesson=lesson, link=anchor)
+    if language() != ENGLISH and not path.startswith("notebooks/zh/"):
+        link += html.escape(_(" (in English only for now)"))
+    return link
 
 
 def header(entry: Entry) -> widgets.HTML:
-    return widgets.HTML(f"<h3 style='margin-bottom:0'>{html.escape(entry.title)}</h3>"
-                        f"<div>from {lesson_link(entry)}</div>")
+    """The widget's title (translated now) and the lesson it comes from."""
+    source = _("from {lesson}").format(lesson=lesson_link(entry))
+    return widgets.HTML(f"<h3 style='margin-bottom:0'>{html.escape(_(entry.title))}</h3>"
+                        f"<div>{source}</div>")
 
 
 def show_all() -> None:
@@ -133,6 +172,6 @@ def show_all() -> None:
         try:
             shown = entry.build()
         except Exception as error:  # one broken widget must not hide the others
-            shown = widgets.HTML(f"<pre>{html.escape(entry.target)} failed: "
-                                 f"{html.escape(repr(error))}</pre>")
+            message = _("{target} failed: {error}").format(target=entry.target, error=repr(error))
+            shown = widgets.HTML(f"<pre>{html.escape(message)}</pre>")
         display(widgets.VBox([header(entry), shown]))

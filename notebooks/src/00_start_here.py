@@ -33,14 +33,33 @@ import course_setup  # noqa: F401  (puts the course on the path, turns on autore
 # edit.
 #
 # A check runs your code on fixed inputs (float64, several shapes, extra batch axes) and compares
-# it with the reference. When everything agrees it prints one line starting with `PASS`. When it
-# does not, it stops at the first case that differs and tells you which case, what shape it
-# expected and got, how large the difference is, and what the bug most likely is.
+# it with the reference. When everything agrees it prints one line starting with `PASS`; that
+# covers these visible cases only: the instructor's grader also tries hidden inputs of the same
+# kinds, and `make check HIDDEN=1` lets you do the same before you hand in. When your code does
+# not agree, the check tries every case anyway, then tells you the first case that differs, what
+# shape it expected and got, how large the difference is, and the hint that the differences of
+# all the cases point to (a wrong scale, float32 rounding, a swapped axis...). If your code
+# raised an error, it shows the file and line of *your* code where it happened.
+#
+# Later exercises call earlier ones: lesson 02's `attention_weights` calls your `scaled_scores`
+# from lesson 01. When an exercise fails only because one it calls is wrong, its check says so
+# first, with `BLOCKED` instead of `FAIL`:
+#
+# ```
+# BLOCKED 02.attention_weights by 01.scaled_scores:
+#   your attention_weights calls your scaled_scores, which fails 01.scaled_scores: fix that first.
+#   On its own, your attention_weights is right: with the reference scaled_scores in place of ...
+# ```
+#
+# The second line tells whether the exercise is right on its own (the check runs it once more
+# with recorded results of the reference in place of the failing one). Fix the exercise it names
+# first; one bug shows as one `FAIL`, and everything that calls it as `BLOCKED`.
 #
 # The notebooks you opened were run against the reference solutions, so every check cell already
 # shows `PASS`. Run a check cell yourself and it tests *your* code. For every exercise at once,
-# run `make check` in a terminal in the course folder: one line per exercise, PASS, FAIL with the
-# reason, or TODO.
+# run `make check` in a terminal in the course folder: one line per exercise, `PASS`, `FAIL`,
+# `BLOCKED` (with what blocks it) or `TODO`, then the whole message of each `FAIL`;
+# `make check ONLY=01.scaled_scores` shows the whole message of one check.
 
 # %% [markdown]
 # ## Your environment
@@ -91,8 +110,9 @@ except CheckFailed as failure:
     print(failure)
 
 # %% [markdown]
-# If your code does not run at all, the check reports the exception it raised, with the same
-# case name and hint. If you have not written the function yet, it says so and names the file.
+# If your code does not run at all, the check reports the exception it raised, the line of your
+# code that raised it, and a hint about that kind of error. If you have not written the function
+# yet, it says so and names the file.
 
 # %%
 try:
@@ -141,6 +161,7 @@ check_batched_dot(batched_dot)
 # ## Summary
 #
 # - Your code goes in `exercises/`; notebooks import it and check it.
-# - `PASS ...` means your function agrees with the reference on every case; a failure names the
-#   case, the shapes, the largest difference and a likely cause.
+# - `PASS ...` means your function agrees with the reference on every visible case; a failure
+#   names the case, the shapes, the largest difference and the likely cause; `BLOCKED` means an
+#   exercise it calls fails first.
 # - Next: [lesson 01, Q, K, V by hand](01_qkv_by_hand.ipynb).

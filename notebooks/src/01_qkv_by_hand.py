@@ -19,6 +19,8 @@ import math
 import matplotlib.pyplot as plt
 import torch
 
+from course.i18n import _  # figure titles and labels in the notebook's language
+
 torch.set_printoptions(precision=4, sci_mode=False)
 
 # %% [markdown]
@@ -201,13 +203,14 @@ for i, c in enumerate(dims):
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(12, 3.3), layout="constrained")
 axes[0].loglog(dims, [r[2] for r in rows], "o-", label="q·k/√c")
-axes[0].loglog(dims, [r[1] for r in rows], "o--", label="q·k (no scale)")
-axes[0].set(xlabel="dimension c", ylabel="variance of the score", title="score variance grows like c")
-for scaled_flag, style, label in ((True, "o-", "÷√c"), (False, "o--", "no scale")):
-    axes[1].semilogx(dims, [m for m, _ in results[scaled_flag]], style, label=label)
-    axes[2].loglog(dims, [g for _, g in results[scaled_flag]], style, label=label)
-axes[1].set(xlabel="dimension c", ylabel="mean largest weight (8 keys)", title="softmax saturates", ylim=(0, 1.05))
-axes[2].set(xlabel="dimension c", ylabel="mean |∂loss/∂scores|", title="gradient vanishes")
+axes[0].loglog(dims, [r[1] for r in rows], "o--", label=_("q·k (no scale)"))
+axes[0].set(xlabel=_("dimension c"), ylabel=_("variance of the score"), title=_("score variance grows like c"))
+for scaled_flag, style, label in ((True, "o-", "÷√c"), (False, "o--", _("no scale"))):
+    axes[1].semilogx(dims, [m for m, g in results[scaled_flag]], style, label=label)
+    axes[2].loglog(dims, [g for m, g in results[scaled_flag]], style, label=label)
+axes[1].set(xlabel=_("dimension c"), ylabel=_("mean largest weight (8 keys)"), title=_("softmax saturates"),
+            ylim=(0, 1.05))
+axes[2].set(xlabel=_("dimension c"), ylabel=_("mean |∂loss/∂scores|"), title=_("gradient vanishes"))
 for ax in axes:
     ax.legend()
 plt.show()

@@ -8,19 +8,19 @@
 # - turn lesson 01's pieces into `scaled_dot_product_attention(q, k, v, bias, mask)`, which works
 #   over any number of leading batch axes;
 # - build causal and padding masks, and decide what a query that may see *no* key should get;
-# - compare −1e8, −inf and zeros for masking, including in float16;
+# - compare −1e8, −inf and zeros for masking, including in float16, and try every combination of
+#   masks and fills in a widget;
 # - check your function against PyTorch's `torch.nn.functional.scaled_dot_product_attention`;
 # - wrap it in a module with learned projections: `SingleHeadAttention`.
 
 # %%
 import course_setup  # noqa: F401
 
-import math
-
 import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
+from course.i18n import _  # figure titles and labels in the notebook's language
 from course.plots import heatmaps
 
 torch.set_printoptions(precision=4, sci_mode=False)
@@ -156,11 +156,25 @@ plain = attention_weights(x, x)
 causal = attention_weights(x, x, mask=causal_mask(5))
 real = padding_mask(torch.tensor([3]), 5)[0]            # (1, 5): keys that are real
 padded = attention_weights(x, x, mask=real & real.T)    # (5, 5): real query and real key
-fig = heatmaps([plain, causal, padded], ["no mask", "causal mask", "padding (3 real)"],
+fig = heatmaps([plain, causal, padded], [_("no mask"), _("causal mask"), _("padding (3 real)")],
                row_labels=tokens, col_labels=tokens)
 plt.show()
 # rounded: correct code written differently may be off from 1 in the last bit
 print("row sums:", causal.sum(-1).round(decimals=4), padded.sum(-1).round(decimals=4))
+
+# %% [markdown]
+# ## Widget: masks and the fully masked row
+#
+# A toy sentence like the one above (six tokens, q = k = x, seeded; the masking is the course's
+# own code, not yours), with every choice of this section on a control: the causal mask, how many
+# tokens are real, whether padding queries are masked too, and what a masked score is filled
+# with. Tick "padding queries see nothing" to make blind rows, then switch the fill: the rows
+# that see something never change, the blind ones become zeros, a uniform row or NaN.
+
+# %% tags=["nbval-ignore-output"]
+from course.widgets.lesson02 import mask_explorer
+
+mask_explorer()
 
 # %% [markdown]
 # ## The same answer as PyTorch

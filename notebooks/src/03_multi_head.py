@@ -19,14 +19,13 @@
 import course_setup  # noqa: F401
 
 import math
-import time
 
-import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from course.checks.inputs import fill_parameters
+from course.measure import best_time, n_parameters
 
 torch.set_printoptions(precision=4, sci_mode=False)
 
@@ -224,13 +223,10 @@ print("N separate heads == joint projection:",
 #
 # Each projection is a c_in × (N_head·c) matrix, so the estimate is 4·c_in² when N_head·c = c_in,
 # and 4·N_head·c_in² when every head is full width; only `linear_o`'s bias (c_in numbers) comes on
-# top.
+# top. `n_parameters(module)` (from `course/measure.py`) is the usual one-liner
+# `sum(p.numel() for p in module.parameters())`.
 
 # %%
-def n_parameters(module: nn.Module) -> int:
-    return sum(p.numel() for p in module.parameters())
-
-
 c_in = 256
 estimate = 4 * c_in ** 2
 designs = {
@@ -479,18 +475,11 @@ for attn_dim in (-2, -3):
 # divide); the fused kernel does not. On a CPU, at these small sizes, the ratio depends on the
 # shapes, the threads and what else the machine runs, and need not grow steadily with L: the
 # cell prints whether it did in this run.
+#
+# `best_time` (from `course/measure.py`) makes one untimed warm-up call (the first may allocate
+# memory or pick a kernel), then keeps the fastest of 5: other programs only ever add time.
 
 # %% tags=["nbval-ignore-output"]
-def best_time(function, repeats=5):
-    function()  # warm-up: the first call may allocate or pick a kernel
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 threads = torch.get_num_threads()
 torch.set_num_threads(1)  # one thread: fairer to both paths, and steadier on a busy machine
 ratios = []

@@ -21,6 +21,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from course.checks.inputs import fill_parameters
+from course.i18n import _  # figure titles and labels in the notebook's language
 
 torch.set_printoptions(precision=4, sci_mode=False)
 
@@ -109,10 +110,11 @@ print("ALiBi bias", tuple(alibi.shape), "head 0, query 0:", alibi[0, 0])
 fig, axes = plt.subplots(1, 3, figsize=(9, 2.8), layout="constrained")
 for ax, head in zip(axes, (0, 3, 7)):  # one colour scale for all: steep heads look far less
     image = ax.imshow(alibi[head].numpy(), cmap="magma", vmin=alibi.min().item(), vmax=0.0)
-    ax.set_title(f"head {head}: slope {alibi_slopes(8)[head]:.4f}", fontsize=9)
-    ax.set_xlabel("key j")
-    ax.set_ylabel("query i")
-fig.colorbar(image, ax=axes, shrink=0.8, label="bias")
+    ax.set_title(_("head {head}: slope {slope:.4f}").format(head=head, slope=alibi_slopes(8)[head]),
+                 fontsize=9)
+    ax.set_xlabel(_("key j"))
+    ax.set_ylabel(_("query i"))
+fig.colorbar(image, ax=axes, shrink=0.8, label=_("bias"))
 plt.show()
 
 # %% [markdown]
@@ -144,9 +146,9 @@ print("after the query, j - i = 1..7 -> buckets", relative_position_bucket(torch
 
 plt.figure(figsize=(7, 2.6))
 plt.step(distances.numpy(), all_buckets.numpy(), where="mid")
-plt.xlabel("relative position j − i")
-plt.ylabel("bucket")
-plt.title("T5 buckets: exact near 0, logarithmic further out, one last bucket from ±91 on",
+plt.xlabel(_("relative position j − i"))
+plt.ylabel(_("bucket"))
+plt.title(_("T5 buckets: exact near 0, logarithmic further out, one last bucket from ±91 on"),
           fontsize=9)
 plt.show()
 
@@ -375,10 +377,10 @@ print(f"MI(position 12, position 20) = {mi[11, 19].item():.3f} nats   (log 2 = {
 plt.figure(figsize=(4.2, 3.6))
 R_msa = mi.shape[0]
 plt.imshow(mi.numpy(), cmap="viridis", extent=(0.5, R_msa + 0.5, R_msa + 0.5, 0.5))
-plt.colorbar(label="mutual information (nats)")
-plt.xlabel("position j")
-plt.ylabel("position i")
-plt.title("one bright pair: (37, 54)", fontsize=9)
+plt.colorbar(label=_("mutual information (nats)"))
+plt.xlabel(_("position j"))
+plt.ylabel(_("position i"))
+plt.title(_("one bright pair: (37, 54)"), fontsize=9)
 plt.show()
 
 # %% [markdown]

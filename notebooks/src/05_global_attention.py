@@ -19,8 +19,9 @@
 # - count parameters from real modules: 20,608 (plain, gated) vs. 13,440 (global, gated);
 # - measure time and peak memory against S (slopes ≈ 2 and ≈ 1 on log-log axes);
 # - predict the memory of column attention from shapes alone, check the prediction against the
-#   profiler, find where 24/40/80 GB cards run out, compare with a run on a real card (an H200),
-#   and see why chunking the columns helps at inference but not in training.
+#   profiler, find where 24/40/80 GB cards run out (and move the sizes in a widget), compare
+#   with a run on a real card (an H200), and see why chunking the columns helps at inference but
+#   not in training.
 
 # %%
 import course_setup  # noqa: F401  (puts the course on the path, turns on autoreload)
@@ -31,6 +32,8 @@ import math
 import matplotlib.pyplot as plt
 import torch
 from torch import nn
+
+from course.i18n import _  # figure titles and labels in the notebook's language
 
 torch.set_printoptions(precision=4, sci_mode=False)
 
@@ -299,9 +302,7 @@ with torch.no_grad():
 # `nn.Linear(64, 64)` added by hand.
 
 # %%
-def n_parameters(module):
-    return sum(p.numel() for p in module.parameters())
-
+from course.measure import n_parameters  # sum(p.numel() for p in module.parameters())
 
 plain_column = MultiHeadAttention(64, 8, 8, attn_dim=-3)
 global_column = MultiHeadAttention(64, 8, 8, attn_dim=-3, is_global=True)
@@ -359,13 +360,13 @@ for name, colour in [("plain", "tab:red"), ("global", "tab:blue")]:
     time_slope = fit_slope(sizes[name], seconds[name])
     memory_slope = fit_slope(sizes[name], peaks[name])
     ax_time.loglog(sizes[name], seconds[name], "o-", color=colour,
-                   label=f"{name}: slope {time_slope:.2f}")
+                   label=_("{name}: slope {slope:.2f}").format(name=name, slope=time_slope))
     ax_memory.loglog(sizes[name], [p / 1e6 for p in peaks[name]], "o-", color=colour,
-                     label=f"{name}: slope {memory_slope:.2f}")
+                     label=_("{name}: slope {slope:.2f}").format(name=name, slope=memory_slope))
     print(f"{name:6}  time slope {time_slope:.2f}   memory slope {memory_slope:.2f}   "
           f"(least-squares fits of log value against log S)")
-ax_time.set(xlabel="S (sequences)", ylabel="seconds (best of 3)", title="time per call")
-ax_memory.set(xlabel="S (sequences)", ylabel="peak MB (profiler)", title="peak memory per call")
+ax_time.set(xlabel=_("S (sequences)"), ylabel=_("seconds (best of 3)"), title=_("time per call"))
+ax_memory.set(xlabel=_("S (sequences)"), ylabel=_("peak MB (profiler)"), title=_("peak memory per call"))
 for ax in (ax_time, ax_memory):
     ax.legend()
 plt.show()
@@ -459,8 +460,8 @@ for capacity in [24, 40, 80]:
     ax.axhline(capacity, color="grey", lw=0.8, ls="--")
     ax.text(S_range[0], capacity * 1.08, f"{capacity} GB", fontsize=8, color="grey")
 ax.axvline(5120, color="black", lw=0.6, ls=":")
-ax.set(xlabel="S (sequences)", ylabel="GB needed (inputs + predicted peak)",
-       title="column attention, R = 300, 8 heads, c = 8, float32 (predicted on meta)")
+ax.set(xlabel=_("S (sequences)"), ylabel=_("GB needed (inputs + predicted peak)"),
+       title=_("column attention, R = 300, 8 heads, c = 8, float32 (predicted on meta)"))
 ax.legend()
 plt.show()
 
@@ -471,6 +472,16 @@ plt.show()
 # counted; the inputs take their share); global attention leaves only the inputs, linear in S,
 # to fill the card.
 #
+# The widget below draws the same predictions for other sizes: drag S, change the number of
+# columns R, the heads and the precision, and read off where each card runs out (right). At
+# R = 300, 8 heads, float32 it shows the walls of the table above.
+
+# %% tags=["nbval-ignore-output"]
+from course.widgets.lesson05 import memory_explorer
+
+memory_explorer()
+
+# %% [markdown]
 # ### On a real card: grow S until it breaks
 #
 # On a GPU, `blow_up_cuda` grows S by √2 for each method until `torch.cuda.OutOfMemoryError`

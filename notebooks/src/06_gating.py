@@ -190,9 +190,7 @@ for gated in (False, True):
 # counted. Lesson 05 added the gate by hand; now it is part of the module.
 
 # %%
-def n_parameters(module):
-    return sum(p.numel() for p in module.parameters())
-
+from course.measure import n_parameters  # sum(p.numel() for p in module.parameters())
 
 plain = MultiHeadAttention(64, 8, 8, attn_dim=-3, gated=True)
 global_ = MultiHeadAttention(64, 8, 8, attn_dim=-3, gated=True, is_global=True)

@@ -35,6 +35,7 @@ import matplotlib.pyplot as plt
 import torch
 from torch import nn
 
+from course.i18n import _  # figure titles and labels in the notebook's language
 from exercises.attention import causal_mask, scaled_dot_product_attention
 from exercises.mha import MultiHeadAttention, merge_heads, split_heads
 
@@ -104,15 +105,15 @@ print(f"slope of log time against log L: RNN {fit_slope(lengths, seconds['rnn'])
 
 # %% tags=["nbval-ignore-output"]
 fig, (ax_time, ax_ratio) = plt.subplots(1, 2, figsize=(10, 3.4), layout="constrained")
-ax_time.loglog(lengths, seconds["rnn"], "o-", label="RNN: L sequential steps")
-ax_time.loglog(lengths, seconds["attention"], "s-", label="attention: one call")
-ax_time.set(xlabel="sequence length L", ylabel="seconds (best of 3)", title="time per sequence")
+ax_time.loglog(lengths, seconds["rnn"], "o-", label=_("RNN: L sequential steps"))
+ax_time.loglog(lengths, seconds["attention"], "s-", label=_("attention: one call"))
+ax_time.set(xlabel=_("sequence length L"), ylabel=_("seconds (best of 3)"), title=_("time per sequence"))
 ax_time.legend()
 ax_ratio.semilogx(lengths, [r / a for r, a in zip(seconds["rnn"], seconds["attention"])], "o-",
                   color="tab:purple")
 ax_ratio.axhline(1, color="grey", lw=0.8, ls="--")
-ax_ratio.set(xlabel="sequence length L", ylabel="RNN time / attention time",
-             title="how many times faster attention is")
+ax_ratio.set(xlabel=_("sequence length L"), ylabel=_("RNN time / attention time"),
+             title=_("how many times faster attention is"))
 for ax in (ax_time, ax_ratio):
     ax.set_xticks(lengths, [str(L) for L in lengths])
     ax.minorticks_off()
@@ -208,7 +209,7 @@ pe = sinusoidal_encoding(64, 32)
 fig, ax = plt.subplots(figsize=(8, 3), layout="constrained")
 image = ax.imshow(pe.T.numpy(), cmap="coolwarm", aspect="auto", vmin=-1, vmax=1)
 fig.colorbar(image, ax=ax)
-ax.set(xlabel="position pos", ylabel="channel", title="sinusoidal encoding, d_model = 32")
+ax.set(xlabel=_("position pos"), ylabel=_("channel"), title=_("sinusoidal encoding, d_model = 32"))
 plt.show()
 
 # %% [markdown]
@@ -418,8 +419,8 @@ fig, (ax_rms, ax_grad) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrain
 for variant, result in stacks.items():
     ax_rms.semilogy(result["activation rms"], label=variant)
     ax_grad.semilogy(range(1, 33), result["gradient norm"], label=variant)
-ax_rms.set(xlabel="layer", ylabel="rms of x", title="activation scale")
-ax_grad.set(xlabel="layer", ylabel="‖∂loss/∂W‖", title="gradient reaching each layer")
+ax_rms.set(xlabel=_("layer"), ylabel=_("rms of x"), title=_("activation scale"))
+ax_grad.set(xlabel=_("layer"), ylabel="‖∂loss/∂W‖", title=_("gradient reaching each layer"))
 ax_rms.legend(fontsize=8)
 plt.show()
 

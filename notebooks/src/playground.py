@@ -2,8 +2,9 @@
 # # The attention course: playground
 #
 # Every widget of the course on one page: move a control and its figure redraws. Nothing to
-# write first; the widgets use the course's own code, never your exercises. Each one names the
-# lesson it comes from, where the ideas behind it are explained and measured.
+# write first; the widgets use the course's own code, never your exercises. Under each figure, a
+# caption says what you are looking at and what to try. Each widget names the lesson it comes
+# from, where the ideas behind it are explained and measured.
 #
 # Served by `make playground` (Voilà); in JupyterLab, run this cell.
 

@@ -109,3 +109,109 @@ FLOOD = '''
 import sys
 sys.stdout.write("x" * 20_000_000)
 '''
+
+# ------------------------------------------------------------------ issue 21: harm the others
+
+# A judge bomb: torch.save replaced, so that every hidden result claims 2**62 elements over a
+# one-element storage (a stride of 0: the file stays about 1.6 kB), as its output and as the
+# "inputs modified" flags a grader calls .any() on. The grader must refuse it from its header,
+# never compute on it.
+JUDGE_BOMB = '''
+import torch as _torch
+_save = _torch.save
+def _bomb(obj, f, *args, **kwargs):
+    if isinstance(obj, list):  # the harness's results, one record per case
+        big = _torch.zeros((), dtype=_torch.bool).expand(2 ** 62)
+        obj = [{"outputs": {"output": big, "inputs modified": big}} for _ in obj]
+    return _save(obj, f, *args, **kwargs)
+_torch.save = _bomb
+'''
+
+# Keepalives: the check never ends, and writes on every pipe it has (the grader's channel among
+# them) either a non-JSON line every 10 ms (fast) or a forged {"start": i} for every i every
+# 0.5 s (slow): neither may move the cell's deadline.
+_PIPES = '''
+import os as _os, stat as _stat, time as _time, json as _json
+def _pipes():
+    found = []
+    for fd in range(64):
+        try:
+            if _stat.S_ISFIFO(_os.fstat(fd).st_mode):
+                found.append(fd)
+        except OSError:
+            pass
+    return found
+def _say(line):
+    for fd in _pipes():
+        try:
+            _os.write(fd, line)
+        except OSError:
+            pass
+'''
+KEEPALIVE_FAST = _PIPES + '''
+def batched_dot(a, b):
+    while True:
+        _say(b"still working\\n")
+        _time.sleep(0.01)
+'''
+KEEPALIVE_SLOW = _PIPES + '''
+def batched_dot(a, b):
+    while True:
+        _say("".join(_json.dumps({"start": i}) + "\\n" for i in range(100)).encode())
+        _time.sleep(0.5)
+'''
+# Correct in the notebook; on hidden inputs (in the harness's process) a keepalive instead.
+KEEPALIVE_HIDDEN = _PIPES + '''
+import __main__ as _main
+def batched_dot(a, b):
+    while "harness" in str(getattr(_main, "__file__", "")):
+        _say(b"still working\\n")
+        _time.sleep(0.01)
+    return (a * b).sum(dim=-1)
+'''
+# Garbage on the grader's channel at import: a deeply nested JSON line, a 2 MiB line, a forged
+# "done" of whatever runs now. The student is otherwise correct.
+PROTOCOL_GARBAGE = _PIPES + '''
+_say(b"[" * 200000 + b"\\n")
+_say(b"x" * (2 << 20) + b"\\n")
+_say(b'{"done": 0, "record": {"ok": true}}\\n')
+'''
+
+# Four threads of matrix products (torch releases the GIL: they use every core) that never end.
+CPU_SPINNER = '''
+import threading as _threading
+import torch as _torch
+def _spin():
+    x = _torch.randn(128, 128)
+    while True:
+        x = _torch.mm(x, x).clamp(-1, 1)
+def batched_dot(a, b):
+    for _ in range(4):
+        _threading.Thread(target=_spin, daemon=True).start()
+    _spin()
+'''
+
+# Fill the private /tmp and the scratch copy (the working folder) with files until the disk
+# says no, say how much fitted, then clean up and behave.
+FILLS_TMP = '''
+import os as _os, sys as _sys
+def _fill(folder):
+    written, paths = 0, []
+    try:
+        while written < (1 << 30):
+            paths.append(_os.path.join(folder, f"filler{len(paths)}.bin"))
+            with open(paths[-1], "wb") as handle:
+                for _ in range(16):
+                    handle.write(b"\\0" * (1 << 20))
+                    written += 1 << 20
+    except OSError:
+        pass
+    for path in paths:
+        try:
+            _os.remove(path)
+        except OSError:
+            pass
+    return written >> 20
+print(f"filled /tmp with {_fill('/tmp')} MiB and the working folder with {_fill(_os.getcwd())} MiB",
+      file=_sys.stderr, flush=True)
+'''

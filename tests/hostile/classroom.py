@@ -16,6 +16,8 @@ COLUMNS = ["00.batched_dot", "01.stable_softmax", "01.scaled_scores", "02.causal
 ALL = [1] * 8
 BUT_00 = [0, 1, 1, 1, 1, 1, 1, 1]
 NO_SOFTMAX = [1, 0, 0, 1, 1, 0, 0, 0]  # lesson 02's weights, attention and module use softmax.py
+FAKE_LINE = "\x1b[1A\x1b[2K\x1b[32mperfect: ok, 8\u22158\x1b[0m"
+TMP_MIB = 64          # the hostile run's --tmp-limit: what fills_tmp may fill
 
 # student -> (status, points per check in COLUMNS order, flags)
 EXPECTED = {
@@ -48,7 +50,27 @@ EXPECTED = {
     # nothing to gain, harm meant for others: graded on its (correct) code, harms nobody
     "cheat_harm_others": ("ok", ALL, "exits-process reads-proc runs-processes"),
     "flood_of_output": ("ok", ALL, ""),
+    # issue 21: one student may not stop, slow or confuse the grading of the others
+    "judge_bomb": ("ok", [0] * 8, "unconfirmed"),        # every hidden result claims 2**62 elements
+    "keepalive_fast": ("timeout", BUT_00, ""),
+    "keepalive_slow": ("timeout", BUT_00, ""),
+    "keepalive_hidden": ("timeout", BUT_00, "unconfirmed"),
+    "protocol_garbage": ("ok", ALL, ""),
+    "cpu_spinner": ("timeout", BUT_00, ""),
+    "fills_tmp": ("ok", ALL, ""),
+    "Ann Lee": ("ok", ALL, ""),                         # three folders, one cleaned name
+    "Ann_Lee-a36e143c": ("ok", BUT_00, ""),
+    "Ann_Lee~a36e143c5359": ("ok", [0] * 8, ""),
+    '=HYPERLINK("https:x")': ("ok", ALL, ""),          # formulas in a spreadsheet
+    "+1+1": ("ok", ALL, ""),
+    "-2+3": ("ok", ALL, ""),
+    "@SUM(A1)": ("ok", ALL, ""),
+    FAKE_LINE: ("ok", [0] * 8, ""),                     # erases a line, prints a green "ok" line
 }
+# how the gradebook shows a folder name: formulas neutralised (OWASP), control characters escaped
+CSV_NAMES = {'=HYPERLINK("https:x")': '\'=HYPERLINK("https:x")', "+1+1": "'+1+1", "-2+3": "'-2+3",
+             "@SUM(A1)": "'@SUM(A1)", "--out=evil": "'--out=evil",
+             FAKE_LINE: "\\x1b[1A\\x1b[2K\\x1b[32mperfect: ok, 8\u22158\\x1b[0m"}
 
 
 def solution(name: str) -> str:
@@ -147,3 +169,22 @@ def build_class(subs: Path, out: Path, workdir: Path) -> None:
           {**perfect, "warmup.py": attacks.HARM_OTHERS.format(targets=targets) + perfect["warmup.py"]})
     write(subs / "flood_of_output" / "exercises",
           {**perfect, "warmup.py": attacks.FLOOD + perfect["warmup.py"]})
+    build_issue21(subs, perfect, stubs)
+
+
+def build_issue21(subs: Path, perfect: dict[str, str], stubs: dict[str, str]) -> None:
+    """The students of issue 21: they attack the grader and the other students' grades."""
+    bodies = {"keepalive_fast": attacks.KEEPALIVE_FAST, "keepalive_slow": attacks.KEEPALIVE_SLOW,
+              "keepalive_hidden": attacks.KEEPALIVE_HIDDEN, "cpu_spinner": attacks.CPU_SPINNER}
+    for name, body in bodies.items():
+        write(subs / name / "exercises", {**perfect, "warmup.py": body})
+    for name, attack in (("judge_bomb", attacks.JUDGE_BOMB), ("fills_tmp", attacks.FILLS_TMP),
+                         ("protocol_garbage", attacks.PROTOCOL_GARBAGE)):
+        write(subs / name / "exercises", {**perfect, "warmup.py": attack + perfect["warmup.py"]})
+    one_bug = mutate(solution("warmup.py"), "(a * b).sum(dim=-1)", "(a * b).sum()")
+    write(subs / "Ann Lee" / "exercises", perfect)
+    write(subs / "Ann_Lee-a36e143c" / "exercises", {**perfect, "warmup.py": one_bug})
+    write(subs / "Ann_Lee~a36e143c5359" / "exercises", stubs)
+    for name in ('=HYPERLINK("https:x")', "+1+1", "-2+3", "@SUM(A1)"):
+        write(subs / name / "exercises", perfect)
+    write(subs / FAKE_LINE / "exercises", stubs)

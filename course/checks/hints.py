@@ -1,0 +1,411 @@
+"""The hint of a failed check, chosen from every case's outcome rather than the first failing one.
+
+In this order, the first that applies:
+1. a crash: a hint about that exception (the check's own `error_hints`, then the general ones);
+   a module's parameter names or shapes: the case's own hint;
+2. precision: every difference is at float32's rounding level (or the result is float32);
+3. a cut or wrong gradient while the output agrees;
+4. the cases that fail are exactly those with one feature (`Case.tags`, `Check.tag_hints`);
+5. the check's own diagnosis over all outcomes (`Check.diagnose`: which wrong scale, which wrong
+   RMSNorm formula, ...), then the shown case's `diagnose(expected, got)`;
+6. squeezed size-1 axes; the case's shape hint; a transposition the check explains;
+7. the shown case's own hint.
+Notes under the hint add what is observed without naming a cause: the right numbers in the wrong
+places, and the first call to another exercise whose arguments leave the reference's ("where:").
+"""
+from __future__ import annotations
+
+import builtins
+import math
+import re
+
+import torch
+
+from course.checks import evidence
+from course.checks.outputs import difference, largest_gap
+from course.confirm.standins import name_of, same
+from course.i18n import N_, _
+
+INPLACE_HINT = N_("compute into a new tensor (`x = x - m`, `x.masked_fill(...)`), not in place "
+                  "(`x -= m`, `x[...] = 0`, `x.sub_(m)`, `unsqueeze_`): the caller's tensors must "
+                  "stay as they were")
+SQUEEZE_HINT = N_("size-1 axes were dropped (a `.squeeze()` without a dim, or indexing with 0?): "
+                  "keep every axis, also a batch, head or sequence of length 1")
+CUT_GRADIENT_HINT = N_("the output is right but no gradient reaches {name}: something on its path "
+                       "to the output is cut (.detach(), torch.no_grad(), .data, .item() or a new "
+                       "torch.tensor(...)), so it would never learn")
+WRONG_GRADIENT_HINT = N_("the output is right but the gradient with respect to {name} differs: "
+                         "part of its path to the output is cut (e.g. a .detach() in one of the "
+                         "branches it feeds, or a branch computed under torch.no_grad())")
+FLOAT32_RESULT = N_("your result is {got}, the reference (like the inputs) {want}: something in "
+                    "your code makes {got} (torch.zeros/ones/empty/tensor/arange without dtype=, "
+                    "or .float()): create tensors with dtype=x.dtype (or zeros_like, new_zeros) "
+                    "so that the result keeps the input's dtype")
+FLOAT32_INSIDE = N_("your result equals the reference only to about {gap:.1g} (relative), the "
+                    "rounding of float32: somewhere a float32 tensor enters the computation "
+                    "(torch.arange/zeros/tensor without dtype=, an integer arange divided by a "
+                    "number, .float()): compute in the input's dtype")
+NEAR = N_("your result is close to the reference (relative difference {gap:.1g}) but not within "
+           "its tolerance: the structure is right and some formula is a variant of the right one: "
+           "an approximation (nn.GELU(approximate='tanh') where the exact nn.GELU() is meant), "
+           "another eps, or a half-precision step")
+EXTRA_AXIS = N_("your shape {have} is the expected {want} with size-1 axes too many: a "
+                "keepdim=True, unsqueeze or [..., None] where the axis should go away")
+REORDERED = N_("your shape {have} holds the expected sizes {want} in another order: two axes "
+               "trade places (a view or unflatten in the other order, or a transpose of other "
+               "axes)")
+TRANSPOSED = N_("your {key} is the reference's with its last two axes swapped: {detail}")
+TRANSPOSED_DETAIL = N_("rows and columns trade places (a transpose too many, or one missing)")
+PERMUTED = N_("your {key} holds the right numbers in the wrong places: the order of axes or "
+              "channels differs (a reshape or view where a transpose, movedim or stack is needed, "
+              "or axes taken in another order)")
+DIVERGES = N_("where: the first difference from the reference is in what your {exercise} "
+              "passes to {callee}: {arguments}{agree}")
+RAISED_UNKNOWN = N_("your code raised before it returned, at the line shown above")
+CASE_TESTS = N_("this case tests: {hint}")
+
+# (exception type name, pattern on the message, hint); the groups fill {0}, {1}, ...
+ERROR_HINTS = [
+    ("NameError", r"name '(\w+)' is not defined",
+     N_("`{0}` is not defined there: a typo, a name used before it is assigned, or a module "
+        "not imported")),
+    ("UnboundLocalError", r"'(\w+)'",
+     N_("`{0}` is used before it is assigned on this path (an `if` branch that did not run?)")),
+    ("AttributeError", r"'(\w+)' object has no attribute '(\w+)'",
+     N_("a {0} has no attribute `{1}`: a misspelt name, a submodule never created in __init__, "
+        "or a method called on the wrong object")),
+    ("TypeError", r"'torch\.return_types\.(\w+)'",
+     N_("torch.{0}(x, dim=...) returns a pair (values, indices): take .values, or use "
+        "x.a{0}(dim=..., keepdim=True)")),
+    ("TypeError", r"~ \(operator\.invert\) is only implemented on integer and Boolean",
+     N_("`~` on a float tensor: a mask must be a bool tensor (did two arguments trade places, "
+        "such as bias and mask?)")),
+    ("TypeError", r"(missing \d+ required (positional|keyword-only) argument|unexpected keyword "
+                  r"argument|takes \d+ positional argument|got multiple values for argument)",
+     N_("a call does not fit the function's signature ({0}): compare the arguments with the "
+        "docstring, by name and in order")),
+    ("RuntimeError", r"Boolean value of Tensor with more than one value is ambiguous",
+     N_("`if tensor:`, `not tensor`, `and` or `or` on a tensor: test an optional argument with "
+        "`is None`, and combine tensors with &, |, ~ or torch.where")),
+    ("RuntimeError", r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)",
+     N_("a matrix product (@, matmul or an nn.Linear) got a last axis of {1} where it takes "
+        "{2}: look at the shapes of the tensors that reach that line (for a @ b, a's last axis "
+        "meets b's second-to-last; an nn.Linear takes in_features channels)")),
+    ("RuntimeError", r"The size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)",
+     N_("two tensors do not line up ({0} against {1} on one axis): a reduction without "
+        "keepdim=True, a missing size-1 axis (x[..., None]), or axes in another order")),
+    ("RuntimeError", r"view size is not compatible with input tensor's size and stride",
+     N_("view() after a transpose or permute cannot work: use reshape() (or "
+        ".contiguous().view())")),
+    ("RuntimeError", r"number of dimensions in the tensor input does not match the length of "
+                     r"the desired ordering",
+     N_("permute names every axis, so it fits one number of axes only: movedim or transpose "
+        "with negative axes work for any number of leading batch axes")),
+    ("IndexError", r"Dimension out of range",
+     N_("an axis index out of range: count axes from the end (-1, -2, ...), so that leading "
+        "batch axes do not matter")),
+    ("IndexError", r"too many indices for tensor of dimension (\d+)",
+     N_("indexing with more axes than the tensor has ({0}): check its shape at that line")),
+    ("RuntimeError", r"(?:expected scalar type \w+ but found \w+|Float did not match Double|"
+                     r"Double did not match Float|dtypes? match|expected .*dtype)",
+     N_("float32 meets float64: a tensor made without dtype= (torch.zeros/ones/empty/tensor/"
+        "arange) is float32; create it with dtype=x.dtype (or zeros_like, new_zeros)")),
+    ("RuntimeError", r"shape '\[([-\d, ]*)\]' is invalid for input of size (\d+)",
+     N_("reshape or view to [{0}], which does not hold {1} elements: build the new shape from "
+        "the input's own shape (x.shape[:-1], ...), so that batch axes of any size fit")),
+    ("RuntimeError", r"a leaf Variable that requires grad is being used in an in-place operation",
+     N_("an in-place operation on a parameter (+=, .fill_, .mul_): compute into a new tensor")),
+    ("RuntimeError", r"modified by an inplace operation",
+     N_("an in-place operation (+=, x[...] = ..., .add_) overwrote a tensor that autograd "
+        "still needs: compute into a new tensor")),
+    ("RuntimeError", r"Given normalized_shape=\[(\d+)\], expected input with shape \[\*, (\d+)\]",
+     N_("a LayerNorm built for {0} channels got another size: nn.LayerNorm(c) takes the size "
+        "of the LAST axis of its input")),
+    ("RuntimeError", r"masked_fill_? only supports boolean masks",
+     N_("masked_fill needs a bool mask (True where to fill)")),
+    ("ZeroDivisionError", r"", N_("a division by zero: an empty count or a size that is 0")),
+]
+
+
+# ---------------------------------------------------------------------------------- the choice
+
+def choose(check, outcomes: list) -> tuple[object, str, list[str]]:
+    """(the failing outcome to show, its hint, notes with further evidence)."""
+    failing = [o for o in outcomes if o.failed]
+    shown = failing[0]
+    if shown.status == "raised":
+        return shown, _error_hint(check, shown), [_(CASE_TESTS).format(hint=_(shown.case.hint))]
+    if shown.status == "inplace":
+        return shown, _(INPLACE_HINT), []
+    hint = next((h for h in _specific(check, outcomes, shown) if h), None) or _(shown.case.hint)
+    notes = [n for n in (_shape_note(shown), _layout(check, shown, specific=False),
+                         _first_divergence(check, shown)) if n and n != hint]
+    return shown, hint, notes
+
+
+def _specific(check, outcomes, shown):
+    """Every hint that names a cause, in the order of preference (lazily)."""
+    if _structural(shown):
+        return  # parameter names or shapes: the case's own hint says which
+    yield _precision(outcomes)
+    if shown.status == "differs":
+        yield _gradient(shown)
+    yield _tagged(check, outcomes)
+    if check.diagnose is not None:
+        yield _safely(check.diagnose, outcomes)
+    if shown.case.diagnose is not None and shown.status == "differs":
+        yield _safely(shown.case.diagnose, shown.expected, shown.got)
+    if shown.status == "differs":
+        yield _shape(check, shown)
+        yield _layout(check, shown, specific=True)
+    yield _near(outcomes)
+
+
+def _safely(diagnosis, *args) -> str | None:
+    """A diagnosis that cannot read this evidence (odd shapes, dtypes) has nothing to say: it
+    must never turn a failed check into a crashed one."""
+    try:
+        return diagnosis(*args)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _structural(outcome) -> bool:
+    """A difference in which outputs exist or in a module's parameter names and shapes."""
+    return outcome.status == "differs" and (
+        outcome.problem.startswith("outputs: expected") or
+        (outcome.key or "").startswith("param "))
+
+
+# ------------------------------------------------------------------------------------ crashes
+
+def _error_hint(check, outcome) -> str:
+    error = outcome.error
+    text = str(error)
+    for name, pattern, hint in list(check.error_hints) + ERROR_HINTS:
+        kind = getattr(builtins, name, None)
+        if not (isinstance(kind, type) and isinstance(error, kind)):
+            continue
+        match = re.search(pattern, text)
+        if match:
+            return _(hint).format(*(match.groups() or (match.group(0),)))
+    return _(RAISED_UNKNOWN)
+
+
+# ---------------------------------------------------------------------------------- precision
+
+def _precision(outcomes) -> str | None:
+    """A hint when every difference is float32 rounding (or the result's dtype is the problem)."""
+    compared = [o for o in outcomes if o.status == "differs"]
+    if not compared or any(o.status not in ("pass", "differs", "probe") for o in outcomes):
+        return None
+    wrong_dtype = None
+    gaps = []
+    for outcome in compared:
+        for key, want in outcome.expected.items():
+            have = outcome.got.get(key)
+            if have is None or not want.dtype.is_floating_point or have.shape != want.shape:
+                return None
+            if have.dtype != want.dtype and have.dtype.is_floating_point:
+                wrong_dtype = (have.dtype, want.dtype)
+            scale = float(want.double().abs().nan_to_num(0.0).max()) if want.numel() else 0.0
+            gaps.append(largest_gap(want, have) / max(scale, 1e-30))
+    if wrong_dtype and max(gaps) < 1e-3:
+        got, want = wrong_dtype
+        return _(FLOAT32_RESULT).format(got=str(got).removeprefix("torch."),
+                                        want=str(want).removeprefix("torch."))
+    if 0 < max(gaps) <= 3e-5 and all(g <= 3e-5 for g in gaps):
+        return _(FLOAT32_INSIDE).format(gap=max(gaps))
+    return None
+
+
+def _near(outcomes) -> str | None:
+    """Every difference is small (relative 3e-5 .. 1e-3): a variant of a formula, not a wrong
+    structure."""
+    compared = [o for o in outcomes if o.status == "differs"]
+    if not compared or any(o.status not in ("pass", "differs") for o in outcomes):
+        return None
+    gaps = [0.0]
+    for outcome in compared:
+        for key, want in outcome.expected.items():
+            have = outcome.got.get(key)
+            if have is None or have.shape != want.shape:
+                return None
+            if not want.dtype.is_floating_point:
+                continue
+            scale = float(want.double().abs().nan_to_num(0.0).max()) if want.numel() else 0.0
+            gaps.append(largest_gap(want, have) / max(scale, 1e-30))
+    if 3e-5 < max(gaps) <= 1e-3:
+        return _(NEAR).format(gap=max(gaps))
+    return None
+
+
+# ----------------------------------------------------------------------- gradients and shapes
+
+def _gradient(outcome) -> str | None:
+    """The output agrees but gradients differ: name the cut ones if any, else the wrong ones."""
+    expected, got, key = outcome.expected, outcome.got, outcome.key
+    if key is None or not key.startswith("grad ") or "output" not in expected:
+        return None
+    atol, rtol = _tolerance(outcome)
+    if difference("output", expected["output"], got["output"], atol, rtol) is not None:
+        return None
+    grads = [k for k in expected if k.startswith("grad ")]
+    wrong = [k for k in grads if difference(k, expected[k], got[k], atol, rtol) is not None]
+    cut = [k for k in wrong if torch.isnan(got[k]).any() and not torch.isnan(expected[k]).any()]
+    names = ", ".join(k.removeprefix("grad ") for k in (cut or wrong))
+    return _(CUT_GRADIENT_HINT if cut else WRONG_GRADIENT_HINT).format(name=names)
+
+
+def _tolerance(outcome) -> tuple[float, float]:
+    return outcome.case.atol, outcome.case.rtol
+
+
+def _shape(check, outcome) -> str | None:
+    key = outcome.key
+    if key is None or " shape: expected" not in outcome.problem:
+        return None
+    want, have = tuple(outcome.expected[key].shape), tuple(outcome.got[key].shape)
+    if have != want and have == tuple(d for d in want if d != 1) and check.squeeze_hint:
+        return _(SQUEEZE_HINT)
+    return _(outcome.case.shape_hint) if outcome.case.shape_hint else None
+
+
+def _shape_note(outcome) -> str | None:
+    """What a wrong shape is made of: a size-1 axis too many, or the right sizes in another order."""
+    key = outcome.key
+    if outcome.status != "differs" or key is None or " shape: expected" not in outcome.problem:
+        return None
+    want, have = tuple(outcome.expected[key].shape), tuple(outcome.got[key].shape)
+    if len(have) > len(want) and tuple(d for d in have if d != 1) == tuple(d for d in want if d != 1):
+        return _(EXTRA_AXIS).format(have=have, want=want)
+    if len(have) == len(want) and sorted(have) == sorted(want):
+        return _(REORDERED).format(have=have, want=want)
+    return None
+
+
+def _layout(check, outcome, specific: bool) -> str | None:
+    """The right values in the wrong places: transposed, or some other permutation. `specific`:
+    only a transposition this check explains (its `transposed_hint`); else the general words."""
+    key = outcome.key
+    if key is None or key not in outcome.expected:
+        return None
+    want, have = outcome.expected[key], outcome.got[key]
+    if want.shape != have.shape or want.numel() < 4 or not want.dtype.is_floating_point:
+        return None
+    want, have = want.double(), have.double()
+    if not (torch.isfinite(want).all() and torch.isfinite(have).all()):
+        return None
+    tight = dict(rtol=1e-6, atol=1e-9)
+    if torch.allclose(have, want, **tight):
+        return None  # the values agree (a dtype, or a tolerance tighter than this)
+    if want.ndim >= 2 and want.shape[-1] == want.shape[-2] and \
+            torch.allclose(have.transpose(-1, -2), want, **tight):
+        if specific != bool(check.transposed_hint):
+            return None
+        detail = _(check.transposed_hint) if check.transposed_hint else _(TRANSPOSED_DETAIL)
+        return _(TRANSPOSED).format(key=key, detail=detail)
+    if not specific and torch.unique(want.round(decimals=9)).numel() > 2 and \
+            torch.allclose(have.flatten().sort().values, want.flatten().sort().values, **tight):
+        return _(PERMUTED).format(key=key)
+    return None
+
+
+# ------------------------------------------------------------- where the calls leave the reference
+
+def _first_divergence(check, outcome) -> str | None:
+    """The first call to another exercise whose arguments differ from the reference's call."""
+    agreed = []
+    for reference, mine in evidence.pairs(check, outcome):
+        if mine is None:
+            continue
+        differing = _differing(reference, mine)
+        if not differing:
+            agreed.append(name_of(reference["target"]))
+            continue
+        agree = _("; its calls before that ({names}) agree with the reference's, so the bug lies "
+                  "between them").format(names=", ".join(dict.fromkeys(agreed))) if agreed else ""
+        return _(DIVERGES).format(exercise=check.attribute, callee=name_of(reference["target"]),
+                                  arguments=differing, agree=agree)
+    return None
+
+
+def _differing(reference: dict, mine: dict) -> str:
+    """Which arguments of one call differ, with by how much ('' when they agree)."""
+    names = evidence.differing(reference, mine)
+    if names == ["*"]:
+        return _("other arguments ({names})").format(names=", ".join(mine["args"]))
+    parts = []
+    for name in names:
+        want, have = reference["args"][name], mine["args"][name]
+        twin = [other for other, value in reference["args"].items()
+                if other != name and isinstance(value, torch.Tensor) and same(value, have)]
+        parts.append(_("`{name}` is the reference's `{other}`").format(name=name, other=twin[0])
+                     if twin else _describe(name, want, have))
+    if not parts and not same(reference.get("state"), mine.get("state")):
+        parts.append(_("the module's parameters"))
+    return "; ".join(parts)
+
+
+def _describe(name: str, want, have) -> str:
+    if isinstance(want, torch.Tensor) and isinstance(have, torch.Tensor):
+        if want.shape != have.shape:
+            return _("`{name}` has shape {got}, the reference's {want}").format(
+                name=name, got=tuple(have.shape), want=tuple(want.shape))
+        if want.dtype != have.dtype:
+            return _("`{name}` is {got}, the reference's {want}").format(
+                name=name, got=have.dtype, want=want.dtype)
+        ratio = _ratio(want, have)
+        if ratio is not None:
+            return _("`{name}` is {ratio} times the reference's").format(name=name, ratio=ratio)
+        return _("`{name}` differs by up to {gap:.3g}").format(name=name,
+                                                               gap=largest_gap(want, have))
+    return _("`{name}` is {got}, the reference passes {want}").format(
+        name=name, got=_value(have), want=_value(want))
+
+
+def _value(value) -> str:
+    if isinstance(value, torch.Tensor):
+        return _("a tensor of shape {shape}").format(shape=tuple(value.shape))
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _ratio(want: torch.Tensor, have: torch.Tensor) -> str | None:
+    """'1/sqrt(4)' or '0.3' when `have` is one number times `want`, else None."""
+    if not want.dtype.is_floating_point or not have.dtype.is_floating_point:
+        return None
+    finite = torch.isfinite(want) & torch.isfinite(have)
+    w, h = want.double()[finite], have.double()[finite]
+    if w.numel() < 2 or float((w * w).sum()) == 0.0:
+        return None
+    alpha = float((w * h).sum() / (w * w).sum())
+    if abs(alpha - 1) < 1e-6 or not torch.allclose(alpha * w, h, rtol=1e-6, atol=1e-9):
+        return None
+    for n in range(2, 1025):
+        if abs(alpha - 1 / math.sqrt(n)) < 1e-9 * n:
+            return f"1/sqrt({n})"
+        if abs(alpha - math.sqrt(n)) < 1e-9 * n:
+            return f"sqrt({n})"
+    return f"{alpha:.4g}"
+
+
+# ------------------------------------------------------------------------------------ features
+
+def _tagged(check, outcomes) -> str | None:
+    """The hint of the one feature that every failing case has and some passing case lacks."""
+    if not check.tag_hints:
+        return None
+    compared = [o for o in outcomes if o.status in ("pass", "differs", "probe")]
+    failing = [o for o in compared if o.failed]
+    passing = [o for o in compared if not o.failed]
+    if not failing or not passing:
+        return None
+    best = None
+    for tag, hint in check.tag_hints.items():
+        having = [o for o in compared if tag in o.case.tags]
+        if all(tag in o.case.tags for o in failing) and \
+                any(tag not in o.case.tags for o in passing):
+            if best is None or len(having) < best[0]:
+                best = (len(having), hint)
+    return _(best[1]) if best else None

@@ -1,0 +1,214 @@
+"""Run exercises on hidden inputs: the one piece of the grader that runs beside a student's code.
+
+    python harness.py CASES.pt OUTDIR [i,j,...]    (in the sandbox; imports torch and `exercises`)
+
+This file imports nothing but the standard library and torch, so it can be copied alone into a
+sandbox that holds only the student's `exercises/` package: no course checks, no recorded
+references, no solutions. It reads a list of plain cases (dicts of tensors, numbers, strings;
+see `run_case`), runs each on the student's code and writes the outputs, plain tensors, one file
+per check to OUTDIR/<index>.pt. The grader imports the same `run_case` to run the solutions on the
+same cases in its own process, and compares the two there.
+
+Protocol on the original stdout, one JSON line per step: {"start": i} before check i, {"done": i}
+after it. The student's own printing goes to a log file, never into the protocol.
+
+An entry that carries "stand_ins" and "calls" (course/confirm/entries.py) is judged on its own:
+while its case i runs, the exercises it calls are answered from the recorded table calls[i]
+(standins.py, copied beside this file), so a bug in one of them is not charged to this one.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+
+import torch
+
+try:  # inside the course; in the sandbox, standins.py lies beside this file
+    from course.confirm import standins
+except ImportError:  # pragma: no cover - the sandbox
+    try:
+        import standins
+    except ImportError:
+        standins = None
+
+
+def _tensors(value, found):
+    """Every tensor inside nested lists, tuples and dicts, in order."""
+    if isinstance(value, torch.Tensor):
+        found.append(value)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _tensors(item, found)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _tensors(item, found)
+    return found
+
+
+def _clone(value):
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, (list, tuple)):
+        return type(value)(_clone(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _clone(v) for k, v in value.items()}
+    return value
+
+
+def _as_outputs(result) -> dict:
+    """A tensor, tuple of tensors or dict of tensors -> {name: plain detached tensor}."""
+    if isinstance(result, torch.Tensor):
+        items = {"output": result}
+    elif isinstance(result, dict):
+        items = {f"output[{k}]": v for k, v in result.items()}
+    elif isinstance(result, (tuple, list)):
+        items = {f"output[{i}]": v for i, v in enumerate(result)}
+    elif result is None:
+        raise TypeError("returned None (is a `return` statement missing?)")
+    else:
+        items = {"output": torch.as_tensor(result)}
+    outputs = {}
+    for name, value in items.items():
+        tensor = value if isinstance(value, torch.Tensor) else torch.as_tensor(value)
+        # a plain tensor, whatever subclass or view the student returned
+        outputs[str(name)] = tensor.detach().as_subclass(torch.Tensor).clone().contiguous()
+    return outputs
+
+
+def _build(cls, case):
+    module = cls(*case.get("init_args", []), **case.get("init_kwargs", {}))
+    module = module.double()
+    state = case.get("state")
+    if state is not None:
+        mine = dict(module.named_parameters())
+        missing = sorted(set(state) - set(module.state_dict()))
+        extra = sorted(set(mine) - set(state))
+        if missing or extra:
+            raise KeyError(f"parameters differ from the reference module's: missing {missing}, "
+                           f"unexpected {extra}")
+        module.load_state_dict(state, strict=False)  # extra buffers of the student's are fine
+    return module
+
+
+def _loss_weights(shape, seed, dtype):
+    generator = torch.Generator().manual_seed(int(seed))
+    return torch.randn(tuple(shape), generator=generator, dtype=torch.float64).to(dtype)
+
+
+def run_case(impl, case: dict) -> dict:
+    """Run one case on `impl` (a function or an nn.Module class); return {name: tensor}.
+
+    case["kind"]:
+      "call": impl(*args, **kwargs)
+      "module": build impl(*init_args, **init_kwargs) in float64, load case["state"] (every
+          parameter, by name), call its method (default forward) on args/kwargs. With
+          case["grad"], also the gradients of sum(output * w) (w drawn from case["loss_seed"])
+          w.r.t. every floating tensor argument ("grad arg i" / "grad <kwarg>") and every
+          parameter ("grad param <name>").
+      "init": torch.manual_seed(case["torch_seed"]), build the module (no state), return its
+          state ("state <name>"): how the module initialises its parameters.
+    Every call also returns "inputs modified": one bool per tensor argument.
+    """
+    kind = case["kind"]
+    if kind == "init":
+        torch.manual_seed(int(case["torch_seed"]))
+        module = impl(*case.get("init_args", []), **case.get("init_kwargs", {})).double()
+        return {f"state {k}": v.detach().clone() for k, v in module.state_dict().items()}
+    args, kwargs = _clone(case.get("args", [])), _clone(case.get("kwargs", {}))
+    inputs = _tensors([args, kwargs], [])
+    before = [t.clone() for t in inputs]
+    grad = bool(case.get("grad"))
+    module = None
+    if kind == "module":
+        module = _build(impl, case)
+        call = getattr(module, case.get("method", "forward")) if case.get("method") else module
+    else:
+        call = impl
+    if not grad:
+        with torch.no_grad():
+            outputs = _as_outputs(call(*args, **kwargs))
+    else:
+        named = [(f"grad arg {i}", a) for i, a in enumerate(args)] + \
+                [(f"grad {k}", v) for k, v in kwargs.items()]
+        leaves = [(n, t) for n, t in named if isinstance(t, torch.Tensor) and t.is_floating_point()]
+        for _, t in leaves:
+            t.requires_grad_(True)
+        parameters = [(f"grad param {n}", p) for n, p in module.named_parameters()] \
+            if module is not None else []
+        with torch.enable_grad():
+            result = call(*args, **kwargs)
+            outputs = _as_outputs(result)
+            main = result if isinstance(result, torch.Tensor) else None
+            targets = leaves + parameters
+            grads = [None] * len(targets)
+            if main is not None and main.requires_grad:
+                loss = (main * _loss_weights(main.shape, case.get("loss_seed", 0), main.dtype)).sum()
+                grads = torch.autograd.grad(loss, [t for _, t in targets], allow_unused=True)
+        for (name, target), g in zip(targets, grads):
+            outputs[name] = torch.full_like(target.detach(), float("nan")) if g is None \
+                else g.detach().clone()
+        for _, t in leaves:
+            t.requires_grad_(False)
+    outputs["inputs modified"] = torch.tensor(
+        [not torch.equal(b, t.detach()) for b, t in zip(before, inputs)], dtype=torch.bool)
+    return outputs
+
+
+class _Nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+
+def stand_ins(entry: dict, number: int, package: str = "exercises"):
+    """A context that answers the entry's stand-in targets from case `number`'s recorded table."""
+    targets, tables = entry.get("stand_ins"), entry.get("calls")
+    if not targets or not tables or standins is None:
+        return _Nothing()
+    return standins.Patch(package, targets, standins.Replay(tables[number], replace=targets))
+
+
+def resolve(target: str, package: str = "exercises"):
+    module, attribute = target.split(":")
+    return getattr(importlib.import_module(f"{package}.{module}"), attribute)
+
+
+def main(argv: list[str]) -> int:
+    cases_path, out_dir = argv[0], argv[1]
+    protocol = os.fdopen(os.dup(1), "w", buffering=1)
+    log = os.open(os.path.join(out_dir, "student-output.txt"),
+                  os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    sys.stdout = sys.stderr = open(log, "w", buffering=1, closefd=False)
+    torch.set_num_threads(1)
+    checks = torch.load(cases_path, weights_only=True)
+    wanted = [int(i) for i in argv[2].split(",")] if len(argv) > 2 and argv[2] else range(len(checks))
+    for index in wanted:
+        entry = checks[index]
+        protocol.write(json.dumps({"start": index}) + "\n")
+        results = []
+        try:
+            impl = resolve(entry["target"])
+        except BaseException as err:  # noqa: BLE001 - an import error fails every case
+            impl, failure = None, f"importing {entry['target']} raised {type(err).__name__}: {err}"
+        for number, case in enumerate(entry["cases"]):
+            if impl is None:
+                results.append({"error": failure})
+                continue
+            try:
+                with stand_ins(entry, number):
+                    results.append({"outputs": run_case(impl, case)})
+            except BaseException as err:  # noqa: BLE001 - SystemExit too: it is the student's
+                results.append({"error": f"raised {type(err).__name__}: {str(err)[:500]}"})
+        torch.save(results, os.path.join(out_dir, f"{index}.pt"))
+        protocol.write(json.dumps({"done": index}) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,25 @@
+"""The grader's entry point.
+
+    python -m course.grading --submissions SUBS --out OUT ...     grade a class (cli.py)
+    python -m course.grading merge --parts OUT1 OUT2 ... --out OUT  merge a class's shards (merge.py)
+
+See docs/instructors.md.
+"""
+from __future__ import annotations
+
+import sys
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["merge"]:
+        from course.grading.merge import main as merge_main
+
+        return merge_main(argv[1:])
+    from course.grading.cli import main as grade_main
+
+    return grade_main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

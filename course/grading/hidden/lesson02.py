@@ -1,0 +1,72 @@
+"""Hidden cases of lesson 02 (single head): see course/grading/hidden/spec.py."""
+from __future__ import annotations
+
+import torch
+
+from course.grading.hidden.spec import hidden, qk, rows_see_something
+
+
+@hidden("02.causal_mask")
+def _causal_mask(d):
+    return [d.call("n=1", 1), d.call("n random", d.int(2, 9)), d.call("n random 2", d.int(10, 16))]
+
+
+@hidden("02.padding_mask")
+def _padding_mask(d):
+    max_len = d.int(2, 8)
+    B = d.int(1, 5)
+    lengths = torch.randint(1, max_len + 1, (B,), generator=d.generator)
+    lengths[d.int(0, B - 1)] = d.int(1, max_len - 1)  # at least one padded sequence
+    return [
+        d.call("random lengths", lengths, max_len),
+        d.call("all full", torch.full((B,), max_len), max_len),
+        d.call("max_len 1", torch.ones(B, dtype=torch.int64), 1),
+    ]
+
+
+@hidden("02.attention_weights")
+def _attention_weights(d):
+    batch, n_q, n_k, c = d.batch(2, low=2, min_axes=1), d.int(2, 5), d.int(2, 6), d.int(2, 6)
+    return [
+        d.call("plain", *qk(d, batch, n_q, n_k, c)),
+        d.call("bias", *qk(d, batch, n_q, n_k, c), bias=d.randn(n_q, n_k, scale=2.0)),
+        d.call("mask", *qk(d, batch, n_q, n_k, c), mask=rows_see_something(d, *batch, n_q, n_k)),
+        d.call("causal mask and bias", *qk(d, batch, n_k, n_k, c),
+               bias=d.randn(*batch, n_k, n_k), mask=torch.ones(n_k, n_k, dtype=torch.bool).tril()),
+        d.call("fully masked row", *qk(d, (2,), 3, n_k, c),
+               mask=torch.stack([d.mask(n_k), torch.zeros(n_k, dtype=torch.bool), d.mask(n_k)])),
+        d.call("one key", *qk(d, batch, n_q, 1, c)),
+        # scores near 900 * sqrt(c): a textbook exp overflows
+        d.call("large scores", d.randn(n_q, c) + 30.0, d.randn(n_k, c) + 30.0),
+        d.call("a batch of one, one query", *qk(d, (1,), 1, n_k, c)),
+        d.call("a batch of one, one query, a mask", *qk(d, (1,), 1, n_k, c),
+               mask=rows_see_something(d, 1, 1, n_k)),
+    ]
+
+
+@hidden("02.attention_forward")
+def _attention_forward(d):
+    batch, n_q, n_k, c, c_v = d.batch(2, low=2, min_axes=1), d.int(2, 5), d.int(2, 6), d.int(2, 6), d.int(2, 5)
+    return [
+        d.call("plain", *qk(d, batch, n_q, n_k, c), d.randn(*batch, n_k, c_v)),
+        d.call("bias and mask", *qk(d, batch, n_q, n_k, c), d.randn(*batch, n_k, c_v),
+               bias=d.randn(*batch, n_q, n_k), mask=rows_see_something(d, *batch, 1, n_k)),
+        d.call("fully masked row", *qk(d, (), 2, n_k, c), d.randn(n_k, c_v),
+               mask=torch.stack([d.mask(n_k), torch.zeros(n_k, dtype=torch.bool)])),
+        d.call("a batch of one, one query, one key", *qk(d, (1,), 1, 1, c), d.randn(1, 1, c_v)),
+    ]
+
+
+@hidden("02.single_head")
+def _single_head(d):
+    c_in, c, L = d.int(2, 7), d.int(2, 5), d.int(2, 6)
+    batch = d.batch()
+    return [
+        d.init("initialisation", (c_in, c)),
+        d.module("forward", (c_in, c), args=[d.randn(*batch, L, c_in)]),
+        d.module("mask", (c_in, c), args=[d.randn(2, L, c_in)],
+                 kwargs={"mask": torch.ones(L, L, dtype=torch.bool).tril()}),
+        d.module("bias", (c_in, c), args=[d.randn(L, c_in)], kwargs={"bias": d.randn(L, L)}),
+        d.module("gradients", (c_in, c), args=[d.randn(2, L, c_in)], grad=True),
+        d.module("a batch of one, one token", (c_in, c), args=[d.randn(1, 1, c_in)]),
+    ]

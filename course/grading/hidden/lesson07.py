@@ -1,0 +1,75 @@
+"""Hidden cases of lesson 07 (the Transformer around attention): see course/grading/hidden/spec.py."""
+from __future__ import annotations
+
+import torch
+
+from course.grading.hidden.spec import hidden
+
+
+@hidden("07.sinusoidal_encoding")
+def _sinusoidal_encoding(d):
+    FLOAT32 = {"atol": 1e-5, "rtol": 1e-5}
+    return [
+        d.call("L and d_model", d.int(2, 12), 2 * d.int(2, 6)),
+        d.call("one position", 1, 2 * d.int(1, 4)),
+        d.call("d_model 2", d.int(2, 9), 2),
+        d.call("another base", d.int(2, 9), 2 * d.int(2, 5), base=float(d.pick([100, 500, 3000]))),
+        {**d.call("float32", d.int(2, 9), 2 * d.int(1, 5), dtype=torch.float32), **FLOAT32},
+    ]
+
+
+@hidden("07.rope")
+def _rope(d):
+    L, half = d.int(2, 6), d.int(2, 4)
+    c = 2 * half
+    return [
+        d.call("default positions", d.randn(L, c)),
+        d.call("batch and heads", d.randn(*d.batch(2), L, c)),
+        d.call("integer positions", d.randn(2, L, c),
+               torch.randint(0, 50, (L,), generator=d.generator)),
+        d.call("float positions, other base", d.randn(L, c), d.randn(L).abs() * 10, base=500.0),
+        d.call("c=2", d.randn(3, L, 2)),
+        {**d.call("float32", d.randn(2, L, c).float()), "atol": 1e-5, "rtol": 1e-5},
+    ]
+
+
+@hidden("07.rms_norm")
+def _rms_norm(d):
+    D = d.int(2, 8)
+    return [
+        d.init("initialisation", (D,)),
+        d.module("forward", (D,), args=[d.randn(*d.batch(2), 3, D)]),
+        d.module("tiny values, eps matters", (D,), {"eps": 1e-4}, args=[d.randn(2, D, scale=1e-3)]),
+        d.module("another eps", (D,), {"eps": 0.5}, args=[d.randn(4, D)]),
+        d.module("gradients", (D,), args=[d.randn(3, D)], grad=True),
+    ]
+
+
+@hidden("07.decoder_block")
+def _decoder_block(d):
+    heads, head_dim, L, d_ff = d.int(2, 3), 2 * d.int(1, 2), d.int(2, 5), d.int(2, 8)
+    D = heads * head_dim
+    return [
+        d.init("initialisation", (D, heads, d_ff)),
+        d.module("forward with RoPE", (D, heads, d_ff), args=[d.randn(L, D)]),
+        d.module("batch, no RoPE", (D, heads, d_ff), {"rope": False}, args=[d.randn(2, L, D)]),
+        d.module("batch with RoPE", (D, heads, d_ff), {"rope": True},
+                 args=[d.randn(*d.batch(2), L + 1, D)]),
+        d.module("gradients", (D, heads, d_ff), args=[d.randn(2, L, D)], grad=True),
+    ]
+
+
+@hidden("07.cross_attention")
+def _cross_attention(d):
+    heads, head_dim, L_q, L_k = d.int(2, 3), d.int(2, 3), d.int(2, 5), d.int(2, 6)
+    D = heads * head_dim
+    return [
+        d.init("initialisation", (D, heads)),
+        d.module("no mask", (D, heads), args=[d.randn(L_q, D), d.randn(L_k, D)]),
+        d.module("memory mask", (D, heads), args=[d.randn(2, L_q, D), d.randn(2, L_k, D)],
+                 kwargs={"memory_mask": d.mask(2, L_k)}),
+        d.module("batch", (D, heads), args=[d.randn(3, 2, L_q, D), d.randn(3, 2, L_k, D)],
+                 kwargs={"memory_mask": d.mask(3, 2, L_k)}),
+        d.module("gradients", (D, heads), args=[d.randn(2, L_q, D), d.randn(2, L_k, D)],
+                 kwargs={"memory_mask": d.mask(2, L_k)}, grad=True),
+    ]

@@ -1,0 +1,30 @@
+"""Hidden cases of lesson 08 (the gated-attention paper): see course/grading/hidden/spec.py."""
+from __future__ import annotations
+
+from course.grading.hidden.spec import hidden
+
+
+def _gated_paper(d, gate):
+    heads, head_dim, L = d.int(2, 3), d.int(2, 3), d.int(2, 6)
+    init = (heads * head_dim, heads, gate)
+    D = heads * head_dim
+    return [
+        d.module("one head", (head_dim, 1, gate), args=[d.randn(L, head_dim)]),
+        d.init("initialisation", init),
+        d.module("forward", init, args=[d.randn(L, D)]),
+        d.module("batch", init, args=[d.randn(*d.batch(2), L, D)]),
+        d.module("gate_scores", init, args=[d.randn(2, L, D)], method="gate_scores"),
+        d.module("gradients", init, args=[d.randn(2, L, D)], grad=True),
+        d.module("one token", init, args=[d.randn(2, 1, D)]),
+        d.module("gate_scores, a batch of one", init, args=[d.randn(1, L, D)], method="gate_scores"),
+    ]
+
+
+@hidden("08.gate_elementwise")
+def _gate_elementwise(d):
+    return _gated_paper(d, "elementwise")
+
+
+@hidden("08.gate_headwise")
+def _gate_headwise(d):
+    return _gated_paper(d, "headwise")

@@ -1,0 +1,190 @@
+"""One class graded on several machines: merge the OUT folders of its shards into one OUT.
+
+    python -m course.grading merge --parts OUT1 OUT2 ... --out OUT [--roster roster.csv] [--per-lesson]
+    make grade-merge PARTS="OUT1 OUT2 ..." OUT=OUT [ROSTER=roster.csv] [PER_LESSON=1]
+
+Each part is the OUT of one `make grade ... SHARD=K/N` (same class, same seed, same points; see
+docs/instructors.md, "Grade on a cluster"). The merged OUT is what one machine grading the whole
+class would have written, timings apart: the student records (students/*.json) and their
+reports and raw output are copied as they are; the gradebook, results.json, the feedback and the
+LMS files are rendered anew from the records. A part graded with another seed, plan, points or
+sandbox is refused (their points would not be comparable), and so is a student graded in two
+parts. Nothing in the parts is changed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from pathlib import Path
+
+from course.grading import records as rec
+from course.grading import outdir
+from course.grading.feedback import FEEDBACK_DIR
+from course.grading.lms import LMS_DIR, RosterError, read_roster
+from course.grading.names import shown
+from course.grading.records import ClassInfo, StudentRecord
+from course.grading.render import render_class
+
+MARKER = ".merged"       # lets a later merge replace an OUT that a merge wrote
+RENDERED = ("gradebook.csv", "results.json", rec.CLASS_FILE)
+COPIED_DIRS = (rec.STUDENTS_DIR, "reports", "raw", FEEDBACK_DIR, LMS_DIR)
+# what may differ between the shards of one class: how each run was started, not how it graded
+PER_RUN = outdir.PER_RUN | {"seconds", "started", "finished", "progress"}
+SHARD_ONLY = {"shard", "students"}  # true of one part, not of the merged class: left out of OUT
+
+
+class MergeError(SystemExit):
+    def __init__(self, message: str):
+        super().__init__(f"make grade-merge: {message}")
+
+
+def grading_key(info: ClassInfo) -> dict:
+    """What must be equal in every part: ClassInfo without its per-run settings."""
+    data = {k: v for k, v in info.to_json().items() if k not in PER_RUN}
+    data["settings"] = {k: v for k, v in (info.settings or {}).items() if k not in PER_RUN}
+    return data
+
+
+def _differences(first: dict, other: dict) -> list[str]:
+    keys = sorted(set(first) | set(other))
+    found = []
+    for key in keys:
+        if key == "settings":
+            found += [f"settings.{k}" for k in _differences(first[key], other.get(key, {}))]
+        elif first.get(key) != other.get(key):
+            found.append(key)
+    return found
+
+
+def load_parts(parts: list[Path]) -> list[tuple[Path, ClassInfo, dict[str, StudentRecord]]]:
+    loaded = []
+    for part in parts:
+        info = rec.load_class(part) if part.is_dir() else None
+        if info is None:
+            raise MergeError(f"{part} is not the OUT of a grading run (no {rec.CLASS_FILE})")
+        loaded.append((part, info, rec.load_students(part)))
+    first_part, first, _ = loaded[0]
+    for part, info, _ in loaded[1:]:
+        differ = _differences(grading_key(first), grading_key(info))
+        if differ:
+            raise MergeError(f"{part} was graded differently from {first_part} ({', '.join(differ)}"
+                             " differ: seed_digest is the secret seed, checks and lessons the "
+                             "plan); grade every shard with the same --seed, points and options")
+    return loaded
+
+
+def check_disjoint(loaded) -> list[StudentRecord]:
+    """Every student once, every report name once; the class sorted by folder name."""
+    by_student: dict[str, Path] = {}
+    by_report: dict[str, str] = {}
+    twice = []
+    for part, _, students in loaded:
+        for record in students.values():
+            if record.student in by_student:
+                twice.append(f"{shown(record.student)!r} ({by_student[record.student]} and {part})")
+            elif by_report.get(record.report_name, record.student) != record.student:
+                raise MergeError(f"two students share the report name {record.report_name!r}: "
+                                 f"{shown(by_report[record.report_name])!r} and "
+                                 f"{shown(record.student)!r}")
+            by_student[record.student] = part
+            by_report[record.report_name] = record.student
+    if twice:
+        raise MergeError("students graded in two parts: " + "; ".join(twice) + ". Each shard must "
+                         "grade its own share of the class (SHARD=K/N with one N)")
+    return sorted((r for _, _, s in loaded for r in s.values()), key=lambda r: r.student)
+
+
+def prepare_out(out: Path, parts: list[Path]) -> None:
+    """An empty (or new) OUT, or one an earlier merge wrote (its merged files are replaced)."""
+    for part in parts:
+        if out == part or out.is_relative_to(part) or part.is_relative_to(out):
+            raise MergeError(f"--out {out} overlaps the part {part}; choose a folder of its own")
+    if out.exists() and not out.is_dir():
+        raise MergeError(f"--out {out} is a file; give a folder")
+    if out.exists() and any(out.iterdir()):
+        if not (out / MARKER).exists():
+            raise MergeError(f"{out} is not empty and no merge wrote it; choose an empty folder")
+        for name in COPIED_DIRS:
+            shutil.rmtree(out / name, ignore_errors=True)
+        for name in RENDERED:
+            (out / name).unlink(missing_ok=True)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER).write_text("written by `python -m course.grading merge`; a later merge may "
+                              "replace this folder\n")
+
+
+def copy_students(loaded, out: Path) -> None:
+    """Each student's record, report and raw output, byte for byte, from the part that graded
+    them; the stored seed (when the grader keeps one in OUT) so that regrades into OUT work."""
+    for part, _, students in loaded:
+        for record in students.values():
+            name = record.report_name
+            for relative in (f"{rec.STUDENTS_DIR}/{name}.json", f"reports/{name}.md"):
+                if (part / relative).is_file():
+                    (out / relative).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(part / relative, out / relative)
+            if (part / "raw" / name).is_dir():
+                shutil.copytree(part / "raw" / name, out / "raw" / name, symlinks=True)
+    seed_file = getattr(rec, "SEED_FILE", None)  # the core's stored seed, once it keeps one
+    if seed_file and (loaded[0][0] / seed_file).is_file():
+        shutil.copy2(loaded[0][0] / seed_file, out / seed_file)  # keeps its owner-only mode
+
+
+def _part_results(part: Path) -> dict:
+    try:
+        return json.loads((part / "results.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def merge(parts, out, roster: Path | None = None, per_lesson: bool = False) -> list[StudentRecord]:
+    """Merge the OUTs `parts` into `out`; return the class's records (sorted by folder)."""
+    parts = [Path(p).resolve() for p in parts]
+    out = Path(out).resolve()
+    if not parts:
+        raise MergeError("give the parts to merge: --parts OUT1 OUT2 ...")
+    if len(set(parts)) != len(parts):
+        raise MergeError("a part is given twice")
+    if roster is not None:
+        read_roster(Path(roster))  # a roster that cannot be used stops the merge before it writes
+    loaded = load_parts(parts)
+    records = check_disjoint(loaded)
+    prepare_out(out, parts)
+    copy_students(loaded, out)
+    info = loaded[0][1]
+    info.settings = {k: v for k, v in (info.settings or {}).items() if k not in SHARD_ONLY}
+    rec.save_class(out, info)
+    runs = [_part_results(p) for p in parts]
+    render_class(out, info, records, {
+        "seconds": max((r.get("seconds", 0) for r in runs), default=0),
+        "jobs": runs[0].get("jobs") if runs else None,
+        "skipped": sorted({s for r in runs for s in r.get("skipped", [])}),
+        "merged_from": [str(p) for p in parts]}, roster, per_lesson)
+    return records
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m course.grading merge",
+        description="merge the OUT folders of a class graded in shards (SHARD=K/N) into one OUT; "
+                    "see docs/instructors.md")
+    parser.add_argument("--parts", nargs="+", required=True, type=Path,
+                        help="the shards' OUT folders")
+    parser.add_argument("--out", required=True, type=Path, help="the merged OUT (empty or new)")
+    parser.add_argument("--roster", type=Path, help="roster CSV: also write OUT/lms/ (Canvas, Moodle)")
+    parser.add_argument("--per-lesson", action="store_true",
+                        help="one LMS column per lesson besides the total")
+    args = parser.parse_args(argv)
+    try:
+        records = merge(args.parts, args.out, args.roster, args.per_lesson)
+    except MergeError as err:
+        print(err.code, file=sys.stderr)
+        return 2
+    except RosterError as err:
+        print(f"make grade-merge: {err}", file=sys.stderr)
+        return 2
+    print(f"merged {len(records)} student(s) from {len(args.parts)} part(s) into {args.out.resolve()}: "
+          f"gradebook.csv, reports/, feedback/" + (", lms/" if args.roster else ""))
+    return 0

@@ -1,0 +1,145 @@
+"""OUT across runs: one run at a time, the class's secret seed, its plan, the students graded so far.
+
+A run into an OUT that already holds a class grades with that class's seed (OUT/.seed, readable
+by its owner only) and refuses another plan (lessons, checks, points, grading limits): the rows
+of one gradebook must be comparable. The students already graded are kept; the gradebook is
+rendered from every record in OUT, so grading one late student adds a row and changes no other.
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from course.confirm.public import PUBLIC_SEED
+from course.grading import records as rec
+from course.grading.records import ClassInfo, StudentRecord
+
+LOCK_FILE = ".lock"
+PER_RUN = {"keep", "jobs", "shard", "students", "workdir", "roster", "per_lesson"}
+
+
+class OutError(SystemExit):
+    def __init__(self, message: str):
+        super().__init__(f"make grade: {message}")
+
+
+def seed_digest(seed: int) -> str:
+    """What records say about the seed: equal for equal seeds, and no way back to the seed."""
+    return hashlib.sha256(f"attention-course grading seed {seed}".encode()).hexdigest()
+
+
+def check_seed(seed: int) -> None:
+    """Refuse a seed that is no secret (the public seed of `make check HIDDEN=1` belongs here)."""
+    if not 0 <= seed < 2**63:
+        raise OutError(f"the seed must be an integer from 0 to 2**63 - 1, not {seed}")
+    if seed == PUBLIC_SEED:
+        raise OutError(f"the seed {seed} is the public one of `make check HIDDEN=1` (its cases and "
+                       "outputs ship with the course): choose another, or let the grader draw one")
+
+
+def read_seed_file(path: Path) -> int:
+    try:
+        return int(Path(path).read_text().strip())
+    except (OSError, ValueError) as err:
+        raise OutError(f"--seed-file {path}: no integer seed in it ({err})") from None
+
+
+@dataclass
+class OutState:
+    out: Path
+    seed: int
+    info: ClassInfo | None                 # what the runs before this one stored
+    records: dict[str, StudentRecord] = field(default_factory=dict)  # by report name
+    lock: int = -1
+
+    def close(self) -> None:
+        if self.lock >= 0:
+            os.close(self.lock)
+            self.lock = -1
+
+
+def _lock(out: Path) -> int:
+    fd = os.open(out / LOCK_FILE, os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise OutError(f"another grading run is writing into {out}; wait for it or choose "
+                       "another OUT") from None
+    return fd
+
+
+def _stored_seed(out: Path) -> int | None:
+    path = out / rec.SEED_FILE
+    if not path.exists():
+        return None
+    if path.stat().st_mode & 0o077:
+        os.chmod(path, 0o600)
+    return read_seed_file(path)
+
+
+def _store_seed(out: Path, seed: int) -> None:
+    fd = os.open(out / rec.SEED_FILE, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(f"{seed}\n")
+
+
+def open_out(out: Path, seed: int | None = None, seed_file: Path | None = None) -> OutState:
+    """Lock OUT, and settle the seed: OUT's own, else the one given, else a fresh secret one."""
+    if out.exists() and not out.is_dir():
+        raise OutError(f"OUT={out} is a file; give a folder")
+    if out.exists() and (out / "gradebook.csv").exists() and not (out / rec.CLASS_FILE).exists():
+        raise OutError(f"{out} holds a gradebook from an earlier version of the grader; grade "
+                       "into a fresh OUT")
+    out.mkdir(parents=True, exist_ok=True)
+    lock = _lock(out)
+    try:
+        given = read_seed_file(seed_file) if seed_file is not None else seed
+        stored, info = _stored_seed(out), rec.load_class(out)
+        if stored is not None and given is not None and stored != given:
+            raise OutError(f"{out} was graded with another seed; leave out --seed (OUT keeps its "
+                           "own) or grade into a fresh OUT")
+        if stored is None and info is not None:
+            raise OutError(f"{out} holds a graded class but not its seed ({rec.SEED_FILE}); "
+                           "restore it, or grade the whole class into a fresh OUT")
+        chosen = stored if stored is not None else given if given is not None else secrets.randbits(62)
+        check_seed(chosen)
+        if stored is None:
+            _store_seed(out, chosen)
+        return OutState(out, chosen, info, rec.load_students(out), lock)
+    except BaseException:
+        os.close(lock)
+        raise
+
+
+def grading_key(info: ClassInfo) -> dict:
+    """What two runs into one OUT must share: the plan, the points, the grading limits."""
+    data = {k: v for k, v in info.to_json().items() if k != "settings"}
+    data["settings"] = {k: v for k, v in (info.settings or {}).items() if k not in PER_RUN}
+    return data
+
+
+def check_plan(state: OutState, info: ClassInfo) -> None:
+    """Refuse to add students graded differently from the ones already in OUT."""
+    if state.info is None:
+        return
+    old, new = grading_key(state.info), grading_key(info)
+    differ = sorted(k for k in set(old) | set(new) if k != "settings" and old.get(k) != new.get(k))
+    differ += sorted(f"settings.{k}" for k in set(old["settings"]) | set(new["settings"])
+                     if old["settings"].get(k) != new["settings"].get(k))
+    if differ:
+        raise OutError(f"{state.out} holds a class graded differently ({', '.join(differ)} "
+                       "differ); use the options of that run, or grade into a fresh OUT")
+
+
+def check_names(state: OutState, names: dict[str, str]) -> None:
+    """A record in OUT is its own folder's: never one another folder's report name points at."""
+    for folder, name in names.items():
+        record = state.records.get(name)
+        if record is not None and record.student != folder:
+            raise OutError(f"{state.out}/students/{name}.json is the record of another folder "
+                           f"than {folder!r}; grade into a fresh OUT")

@@ -1,0 +1,182 @@
+"""Sandboxed processes once started: reading their pipes, their exit code and CPU time, killing
+the whole sandbox; every one running now (`LIVE`), so that a stopped run ends them at once; and
+the grader's side of the fork server (course/grading/forkserver.py)."""
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+PR_SET_PDEATHSIG = 1
+STATUS = struct.Struct("id")  # what the fork server reports: exit code, CPU-seconds
+
+
+def die_with_parent() -> None:
+    import ctypes
+
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.kill()
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+class Live:
+    """Every sandbox running now, so that a stopped run (Ctrl-C, SIGTERM) ends them at once, and
+    no new one starts after that."""
+
+    def __init__(self):
+        self.lock, self.running, self.stopped = threading.Lock(), set(), threading.Event()
+
+    def add(self, running: "Running") -> None:
+        with self.lock:
+            self.running.add(running)
+        if self.stopped.is_set():
+            running.kill()
+
+    def discard(self, running: "Running") -> None:
+        with self.lock:
+            self.running.discard(running)
+
+    def stop(self) -> None:
+        self.stopped.set()
+        with self.lock:
+            running = list(self.running)
+        for each in running:
+            each.kill()
+
+
+LIVE = Live()
+
+
+class Running:
+    """A sandboxed process: its stdout (`out`) and stderr (`err`) as pipes to read, its exit
+    code (negative: the signal that ended it), and a kill that takes the whole sandbox."""
+    out: int
+    err: int
+    killed: bool = False
+    cpu: float | None = None     # CPU-seconds it used, once it has ended (when known)
+
+    def poll(self) -> int | None:
+        raise NotImplementedError
+
+    def kill(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self.kill()
+        LIVE.discard(self)
+        for fd in (self.out, self.err):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+class ExecRunning(Running):
+    def __init__(self, proc: subprocess.Popen, out: int, err: int, sandboxed: bool):
+        self.proc, self.out, self.err, self.sandboxed = proc, out, err, sandboxed
+
+    def poll(self) -> int | None:
+        if self.proc.returncode is None:
+            try:
+                pid, status, usage = os.wait4(self.proc.pid, os.WNOHANG)
+            except ChildProcessError:
+                pid = 0
+            if pid:
+                self.proc.returncode = os.waitstatus_to_exitcode(status)
+                self.cpu = usage.ru_utime + usage.ru_stime
+        code = self.proc.returncode
+        if code is not None and self.sandboxed and 128 < code < 128 + 65:
+            return -(code - 128)  # bubblewrap exits with 128 + the signal that ended its child
+        return code
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.killed = True
+        kill_group(self.proc)
+
+
+class ForkRunning(Running):
+    def __init__(self, holder: subprocess.Popen, status: int, out: int, err: int):
+        self.holder, self.status, self.out, self.err = holder, status, out, err
+        self.code: int | None = None
+
+    def poll(self) -> int | None:
+        if self.code is None and select.select([self.status], [], [], 0)[0]:
+            data = os.read(self.status, STATUS.size)
+            if len(data) == STATUS.size:
+                self.code, self.cpu = STATUS.unpack(data)
+            else:  # the copy that waits for it is gone: so is the sandbox
+                self.code = -signal.SIGKILL
+            os.close(self.status)
+            kill_group(self.holder)  # whatever it left running dies with the sandbox
+        return self.code
+
+    def kill(self) -> None:
+        if self.poll() is None:
+            self.killed = True
+            kill_group(self.holder)
+            deadline = time.monotonic() + 10
+            while self.poll() is None and time.monotonic() < deadline:
+                select.select([self.status], [], [], 0.1)
+            if self.code is None:
+                self.code = -signal.SIGKILL
+
+
+class ForkServer:
+    """The client side of course/grading/forkserver.py: one server per grading run."""
+
+    def __init__(self, log: Path, python: str, env: dict[str, str]):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        source = (Path(__file__).with_name("forkserver.py")).read_text()
+        with open(log, "ab") as errors:
+            self.proc = subprocess.Popen(
+                [python, "-s", "-c", source, str(theirs.fileno())],
+                pass_fds=[theirs.fileno()], env=env, cwd="/", stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL, stderr=errors, start_new_session=True,
+                preexec_fn=die_with_parent)
+        theirs.close()
+        self.socket, self.lock, self.ready, self.alive = ours, threading.Lock(), False, True
+
+    def wait_ready(self, timeout: float = 300) -> bool:
+        """Whether the server has imported torch and waits for requests."""
+        if not self.ready and select.select([self.socket], [], [], timeout)[0]:
+            self.ready = self.socket.recv(16) == b"ready"
+        return self.ready
+
+    def spawn(self, request: dict, out: int, err: int) -> int:
+        """Ask for a sandboxed process; the read end of its status pipe."""
+        status_r, status_w = os.pipe()
+        try:
+            with self.lock:
+                socket.send_fds(self.socket, [json.dumps(request).encode()], [out, err, status_w])
+        except OSError:
+            self.alive = False  # the server is gone: the grader goes on without it
+            os.close(status_r)
+            raise
+        finally:
+            os.close(status_w)
+        return status_r
+
+    def close(self) -> None:
+        self.socket.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            kill_group(self.proc)

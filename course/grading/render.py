@@ -1,0 +1,49 @@
+"""Everything in OUT that is rendered from the records: per student, the record and the report as
+soon as the student is graded; for the class, the gradebook after every student, and at the end
+results.json, the feedback to hand back and the LMS files.
+
+`render_class` is the one place where the LMS and feedback writers (course/grading/lms.py,
+course/grading/feedback.py) are called; a merge of shards renders through the same function.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from course.grading import records as rec
+from course.grading.feedback import write_feedback
+from course.grading.lms import write_lms
+from course.grading.records import ClassInfo, StudentRecord, atomic_write
+from course.grading.report import report_text, write_gradebook
+
+REPORTS_DIR = "reports"
+
+
+def write_student(out: Path, record: StudentRecord, limits_line: str) -> None:
+    """A graded student's record, then its report, each written atomically."""
+    rec.save_student(out, record)
+    atomic_write(out / REPORTS_DIR / f"{record.report_name}.md", report_text(record, limits_line))
+
+
+def write_results(out: Path, info: ClassInfo, records: list[StudentRecord], run: dict) -> None:
+    """results.json: the class's plan, this run's figures, every record."""
+    atomic_write(out / "results.json", json.dumps({
+        "lessons": info.lessons, "checks": info.checks, "points": info.points,
+        "sandbox": info.sandbox, "settings": info.settings, **run,
+        "students": [r.to_json() for r in sorted(records, key=lambda r: r.student)]},
+        indent=1, ensure_ascii=False))
+
+
+def render_class(out: Path, info: ClassInfo, records: list[StudentRecord], run: dict,
+                 roster: Path | None = None, per_lesson: bool = False) -> list[str]:
+    """The class's files from its records; returns what was written besides the gradebook."""
+    records = sorted(records, key=lambda r: r.student)
+    write_gradebook(out, info.checks, records)
+    write_results(out, info, records, run)
+    written = ["results.json"]
+    write_feedback(out, info, records)
+    written.append("feedback/")
+    if roster is not None:
+        write_lms(out, info, records, roster, per_lesson)
+        written.append("lms/")
+    return written

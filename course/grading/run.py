@@ -1,0 +1,224 @@
+"""Grading a class, in named stages:
+
+1. collect: the class's folders, their report names (distinct across the whole class), and this
+   run's share of it: a shard, the folders STUDENTS= names, or those OUT has no record of yet;
+2. prepare: OUT (locked, with its secret seed and plan), the pristine handout, the hidden cases
+   and the solutions' outputs on them, the fork server (outdir.py, prepare.py);
+3. grade: each student (student.py), JOBS at a time under a progress bar; as each one finishes,
+   its record, its report and the gradebook are written, atomically;
+4. render: results.json, the feedback and the LMS files (render.py).
+Ctrl-C or SIGTERM ends the running sandboxes at once and keeps every student already graded; the
+same command then resumes where it stopped.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from course import ROOT
+from course.grading.folders import ClassFolders, UsageError, check_folders, class_folders
+from course.grading.names import shown
+from course.grading.outdir import OutState, check_names, check_plan, open_out, seed_digest
+from course.grading.prepare import ClassContext, prepare
+from course.grading.records import CheckRecord, ClassInfo, StudentRecord, load_students, save_class
+from course.grading.render import render_class, write_student
+from course.grading.report import fmt, write_gradebook
+from course.grading.processes import LIVE
+from course.grading.sandbox import bwrap_problem
+from course.grading.settings import Settings
+from course.grading.student import Job, collect, grade_student
+
+
+@dataclass
+class Options:
+    """How this run is made, besides the grading limits (Settings)."""
+    jobs: int = 1
+    lessons: list[str] | None = None
+    points_file: Path | None = None
+    workdir: Path | None = None
+    seed: int | None = None
+    seed_file: Path | None = None
+    students: list[str] | None = None
+    shard: tuple[int, int] | None = None
+    roster: Path | None = None
+    per_lesson: bool = False
+    fork: bool = True      # start sandboxed processes from the fork server (fast)
+
+
+class Stopped(Exception):
+    """The run was stopped; `graded` students are in OUT."""
+
+    def __init__(self, graded: int, total: int):
+        super().__init__(f"stopped after {graded} of {total} student(s); the same command "
+                         "resumes where it stopped")
+
+
+def _check_run(settings: Settings, options: Options) -> None:
+    if not settings.unsafe:
+        problem = bwrap_problem()
+        if problem:
+            raise UsageError(f"cannot sandbox the students' code: {problem}. To grade without a "
+                             "sandbox anyway (every report will say so), pass --unsafe-no-sandbox "
+                             "(make grade ... UNSAFE=1)")
+    if options.workdir is not None and Path(options.workdir).resolve().is_relative_to(ROOT.resolve()):
+        raise UsageError("--workdir must lie outside the course")
+
+
+@contextmanager
+def workspace(workdir: Path | None, keep: bool):
+    root = Path(tempfile.mkdtemp(prefix="grade-", dir=workdir))
+    os.chmod(root, 0o700)
+    try:
+        yield root
+    finally:
+        if keep:
+            print(f"working copies kept in {root}", file=sys.stderr)
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def class_info(ctx: ClassContext, settings: Settings, state: OutState, options: Options) -> ClassInfo:
+    per_run = {"jobs": options.jobs, "students": options.students,
+               "shard": f"{options.shard[0]}/{options.shard[1]}" if options.shard else None,
+               "roster": str(options.roster) if options.roster else None,
+               "per_lesson": options.per_lesson}
+    return ClassInfo([lesson.number for lesson in ctx.plan], ctx.columns,
+                     {c.id: c.points for c in ctx.checks.values()},
+                     {**settings.to_json(), **per_run},
+                     "none (UNSAFE)" if settings.unsafe else "bubblewrap", seed_digest(state.seed))
+
+
+def _todo(folders: ClassFolders, state: OutState, options: Options, ctx: ClassContext) -> list[Path]:
+    """Who this run grades; notes the ones OUT already has (and whose files changed since)."""
+    if options.students:
+        return folders.chosen
+    done = [p for p in folders.chosen if folders.names[p.name] in state.records]
+    if done:
+        changed = [p.name for p in done if collect(p, ctx).digest !=
+                   state.records[folders.names[p.name]].submission_digest]
+        print(f"resuming: {len(done)} student(s) already graded in {state.out} are kept",
+              file=sys.stderr)
+        if changed:
+            print(f"note: {len(changed)} of them changed since they were graded: "
+                  f"{', '.join(shown(n) for n in changed)} (regrade with STUDENTS=...)",
+                  file=sys.stderr)
+    return [p for p in folders.chosen if p not in done]
+
+
+def _grader_error(job: Job, ctx: ClassContext, settings: Settings, err: Exception) -> StudentRecord:
+    job.raw.mkdir(parents=True, exist_ok=True)
+    (job.raw / "grader-error.txt").write_text(traceback.format_exc())
+    checks = [CheckRecord(c.id, c.lesson, c.points, 0.0, False, f"grader error: {err}")
+              for c in ctx.checks.values()]
+    return StudentRecord(job.student, job.report_name, "grader-error", 0.0,
+                         sum(c.points for c in checks), checks,
+                         problems=[f"grader error: {err!r}"], unsafe=settings.unsafe)
+
+
+def _grade_one(job: Job, ctx: ClassContext, settings: Settings) -> StudentRecord:
+    if job.raw.exists():
+        shutil.rmtree(job.raw)
+    try:
+        return grade_student(job, ctx, settings)
+    except Exception as err:  # noqa: BLE001 - one student never stops the class
+        return _grader_error(job, ctx, settings, err)
+    finally:
+        if not settings.keep:
+            shutil.rmtree(job.scratch, ignore_errors=True)
+
+
+def grade_all(jobs: list[Job], ctx: ClassContext, settings: Settings, state: OutState,
+              info: ClassInfo, workers: int) -> dict[str, StudentRecord]:
+    """Stage 3: every job, `workers` at a time; OUT is written by this thread only."""
+    from tqdm import tqdm
+
+    records, limits = dict(state.records), settings.line()
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool, \
+            tqdm(total=len(jobs), unit="student", file=sys.stderr, disable=None) as bar:
+        futures = [pool.submit(_grade_one, job, ctx, settings) for job in jobs]
+        graded = 0
+        try:
+            for future in as_completed(futures):
+                record = future.result()
+                write_student(state.out, record, limits)
+                records[record.report_name] = record
+                write_gradebook(state.out, info.checks, records.values())
+                graded += 1
+                bar.update(1)
+                tqdm.write(f"  {shown(record.student)}: {record.status}, {fmt(record.total)}/"
+                           f"{fmt(record.maximum)} in {record.seconds:g} s", file=sys.stdout)
+        except KeyboardInterrupt:
+            LIVE.stop()
+            for future in futures:
+                future.cancel()
+            raise Stopped(graded, len(jobs)) from None
+    return records
+
+
+def grade_class(submissions: Path, out: Path, jobs: int = 1, lessons: list[str] | None = None,
+                settings: Settings | None = None, points_file: Path | None = None,
+                workdir: Path | None = None, seed: int | None = None,
+                options: Options | None = None) -> list[StudentRecord]:
+    """Grade a class into OUT; the class's records (every student OUT holds), sorted."""
+    settings = settings or Settings()
+    options = options or Options(jobs, lessons, points_file, workdir, seed)
+    submissions, out = Path(submissions).resolve(), Path(out).resolve()
+    check_folders(submissions, out)
+    folders = class_folders(submissions, out, options.students, options.shard)      # 1. collect
+    _check_run(settings, options)
+    state = open_out(out, options.seed, options.seed_file)
+    try:
+        with workspace(options.workdir, settings.keep) as root:
+            return _graded(folders, state, root, settings, options)
+    finally:
+        state.close()
+
+
+def _graded(folders: ClassFolders, state: OutState, root: Path, settings: Settings,
+            options: Options) -> list[StudentRecord]:
+    check_names(state, folders.names)
+    ctx = prepare(root, options.lessons, options.points_file, state.seed, settings,  # 2. prepare
+                  options.fork)
+    try:
+        info = class_info(ctx, settings, state, options)
+        check_plan(state, info)
+        save_class(state.out, info)
+        todo = _todo(folders, state, options, ctx)
+        for name in folders.skipped:
+            print(f"skipped: {shown(name)}", file=sys.stderr)
+        if settings.unsafe:
+            print("WARNING: grading WITHOUT a sandbox (--unsafe-no-sandbox)", file=sys.stderr)
+        print(f"grading {len(todo)} submission(s): lessons "
+              f"{', '.join(lesson.number for lesson in ctx.plan)}, {len(ctx.columns)} checks, "
+              f"{options.jobs} at a time" + ("" if ctx.server else " (no fork server)"), flush=True)
+        jobs = [Job(p.name, folders.names[p.name], p, root / f"s{i:04d}",
+                    state.out / "raw" / folders.names[p.name]) for i, p in enumerate(todo)]
+        started = time.monotonic()
+        try:
+            records = grade_all(jobs, ctx, settings, state, info, options.jobs)   # 3. grade
+        except Stopped:
+            _render(state, info, load_students(state.out), started, folders, options)
+            raise
+        _render(state, info, records, started, folders, options)                  # 4. render
+        print(f"graded {len(todo)} submission(s) in {time.monotonic() - started:.1f} s; "
+              f"gradebook: {state.out / 'gradebook.csv'}, reports: {state.out / 'reports'}",
+              flush=True)
+        return sorted(records.values(), key=lambda r: r.student)
+    finally:
+        if ctx.server is not None:
+            ctx.server.close()
+
+
+def _render(state: OutState, info: ClassInfo, records: dict[str, StudentRecord], started: float,
+            folders: ClassFolders, options: Options) -> None:
+    run = {"seconds": round(time.monotonic() - started, 1), "jobs": options.jobs,
+           "skipped": folders.skipped}
+    render_class(state.out, info, list(records.values()), run, options.roster, options.per_lesson)

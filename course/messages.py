@@ -1,0 +1,181 @@
+"""The message catalog: extract every `_()`, `_n()` and `N_()` string, update the Chinese .po.
+
+    python -m course.messages            # `make messages`: extract, update the .po, list what to translate
+    python -m course.messages --check    # only list what is missing or stale (exit 1 if anything)
+
+Babel extracts from course/ and the English lesson sources (notebooks/src/*.py: a figure title
+written `_("...")` in a code cell; the Chinese sources hold the same code). Updating keeps every
+translation whose English is unchanged, marks one whose English changed a little as fuzzy (its
+old translation kept as a starting point, not shown to learners until the mark is removed), adds
+new messages untranslated and drops messages the code no longer has. Line numbers are left out of
+the .po so that moving code does not touch it.
+
+Messages used only in PENDING sources stay out of the catalog (and out of the check) until their
+part of issue 24 translates them: `python -m course.messages` says how many are waiting.
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+from course import ROOT
+from course.i18n import CHINESE, catalog_path
+
+KEYWORDS = {"_": None, "N_": None, "_n": (1, 2)}
+HEADER = ("# Simplified Chinese messages of the attention course.\n"
+          "# `make messages` updates this file from the code; translate each empty msgstr and each\n"
+          "# entry marked fuzzy (then remove the mark). Terms: docs/zh/TERMINOLOGY.md.")
+PLACEHOLDER = re.compile(r"\{[^{}]*\}")
+# Sources whose messages part 2b of issue 24 translates: the checks, `make check` and the
+# grader's confirmation runs, and lesson 08 (all rewritten on other branches meanwhile). A
+# message also used elsewhere is translated now. To take one on: remove it here, `make messages`.
+PENDING = ("course/checks/", "course/progress.py", "course/confirm/", "course/widgets/lesson08.py",
+           "course/lesson08_analysis.py", "course/lm_training.py",
+           "notebooks/src/08_gated_attention_paper.py")
+
+
+def source_files(root: Path = ROOT) -> list[Path]:
+    """The files messages are extracted from."""
+    course = [p for p in sorted((root / "course").rglob("*.py")) if "locale" not in p.parts]
+    lessons = sorted((root / "notebooks" / "src").glob("*.py"))  # English only, not zh/
+    return course + lessons
+
+
+def is_pending(where: str) -> bool:
+    return where.startswith(PENDING)
+
+
+def extract(root: Path = ROOT, pending: bool = False):
+    """A Babel catalog (template) of every message in the code, with where each is used, PENDING
+    sources left out; or (pending=True) the messages that only PENDING sources use."""
+    from babel.messages.catalog import Catalog
+
+    template = Catalog(project="attention-course", domain="course", fuzzy=False)
+    files = source_files(root)
+    for path in (p for p in files if not is_pending(p.relative_to(root).as_posix())):
+        _add_messages(template, path, root)
+    if not pending:
+        return template
+    waiting = Catalog(project="attention-course", domain="course", fuzzy=False)
+    for path in (p for p in files if is_pending(p.relative_to(root).as_posix())):
+        _add_messages(waiting, path, root)
+    for message in list(waiting):
+        if message.id and template.get(message.id, context=message.context) is not None:
+            waiting.delete(message.id, context=message.context)  # translated already, for the others
+    return waiting
+
+
+def _add_messages(template, path: Path, root: Path) -> None:
+    from babel.messages.extract import extract_from_file
+
+    where = path.relative_to(root).as_posix()
+    for _line, message, comments, context in extract_from_file(
+            "python", str(path), keywords=KEYWORDS, comment_tags=("TRANSLATORS:",)):
+        if isinstance(message, tuple) and None in message or not message:
+            continue  # `_(variable)`: nothing literal to translate
+        template.add(message, None, [(where, None)], auto_comments=comments, context=context)
+
+
+def read_catalog(path: Path):
+    from babel.messages.pofile import read_po
+
+    with open(path, "rb") as handle:
+        return read_po(handle)
+
+
+def write_catalog(catalog, path: Path) -> bool:
+    """Write the .po if its text changes; True if it did."""
+    import io
+
+    from babel.messages.pofile import write_po
+
+    buffer = io.BytesIO()
+    write_po(buffer, catalog, width=100, ignore_obsolete=True, include_lineno=False,
+             sort_output=False)
+    text = buffer.getvalue()
+    if path.exists() and path.read_bytes() == text:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text)
+    return True
+
+
+def update(root: Path = ROOT, lang: str = CHINESE) -> bool:
+    """Bring the .po of `lang` in step with the code; True if the file changed."""
+    from babel.messages.catalog import Catalog
+
+    template = extract(root)
+    path = catalog_path(lang, root / "course" / "locale")
+    if path.exists():
+        catalog = read_catalog(path)
+        template.creation_date = catalog.creation_date  # no churn from a timestamp
+    else:
+        catalog = Catalog(locale=lang, project="attention-course", domain="course",
+                          creation_date=template.creation_date)
+    catalog.update(template)
+    catalog.obsolete.clear()
+    catalog.fuzzy = False  # the header is no translation to review
+    catalog.header_comment = HEADER
+    catalog.last_translator = catalog.language_team = "attention-course translators"
+    return write_catalog(catalog, path)
+
+
+def _label(message) -> str:
+    text = message.id[0] if isinstance(message.id, tuple) else message.id
+    return repr(text if len(text) <= 70 else text[:67] + "...")
+
+
+def _placeholders(text) -> list[str]:
+    texts = text if isinstance(text, (tuple, list)) else (text,)
+    return sorted({p for t in texts if t for p in PLACEHOLDER.findall(t)})
+
+
+def problems(root: Path = ROOT, lang: str = CHINESE) -> list[str]:
+    """Every message of the code without a current translation, and every stale entry."""
+    template = extract(root)
+    path = catalog_path(lang, root / "course" / "locale")
+    if not path.exists():
+        return [f"{path.relative_to(root)} is missing: run `make messages`"]
+    catalog = read_catalog(path)
+    found = []
+    for message in template:
+        if not message.id:
+            continue
+        where = ", ".join(sorted({file for file, _ in message.locations}))
+        entry = catalog.get(message.id, context=message.context)
+        if entry is None:
+            found.append(f"message not in the catalog yet ({where}): {_label(message)}: run `make messages`")
+        elif entry.fuzzy:
+            found.append(f"stale translation, its English changed ({where}): {_label(message)}")
+        elif not (all(entry.string) if isinstance(entry.string, tuple) else entry.string):
+            found.append(f"untranslated ({where}): {_label(message)}")
+        elif _placeholders(entry.string) != _placeholders(message.id):
+            found.append(f"placeholders differ ({where}): {_label(message)}")
+    for entry in catalog:
+        if entry.id and template.get(entry.id, context=entry.context) is None:
+            found.append(f"stale entry, no longer in the code: {_label(entry)}: run `make messages`")
+    return found
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="extract the course's messages, update the catalog")
+    parser.add_argument("--check", action="store_true", help="only report, change nothing")
+    args = parser.parse_args(argv)
+    if not args.check:
+        changed = update()
+        path = catalog_path(CHINESE).relative_to(ROOT)
+        print(f"{'updated' if changed else 'unchanged'}: {path}")
+    found = problems()
+    for line in found:
+        print(line)
+    print(f"{len(found)} message(s) to translate or review" if found else "every message is translated")
+    waiting = sum(1 for message in extract(pending=True) if message.id)
+    if waiting:
+        print(f"(and {waiting} message(s) of sources still PENDING in course/messages.py, left out)")
+    return 1 if args.check and found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+# %% [markdown] en="29e14ad9b457"
+# # 第 00 课：从这里开始
+#
+# **先修要求：**不需要本课程的任何前置内容；会一点 Python、看过 PyTorch 张量会有帮助。之后的每一课都建立在前面几课的练习之上，并在开头说明需要哪些。
+#
+# 本课程用 PyTorch 从零搭建注意力：手算 Q、K、V，单头、多头，注意力偏置，AlphaFold2 的全局列注意力和输出门控，最后是 2025 年的门控注意力论文——它的结论你将在笔记本电脑的 CPU 上亲自检验。
+#
+# **本课你将**
+# - 了解代码写在哪里，以及检查（check）如何告诉你代码对不对；
+# - 看看你的机器能为课程提供什么（有没有 CUDA、有没有 Graphviz）；
+# - 写出你的第一个函数，通过你的第一个检查；
+# - 认识课程的术语，中英对照。
+
+# %% en="e5c138b0f748"
+import course_setup  # noqa: F401  （把课程加入路径，打开 autoreload）
+
+# %% [markdown] en="f766b319dc2a"
+# ## 课程如何进行
+#
+# | 文件夹 | 里面有什么 | 你需要编辑吗？ |
+# |---|---|---|
+# | `notebooks/` | 每课一个笔记本：讲解、实验、图、检查单元（英文版在 `notebooks/`，中文版在 `notebooks/zh/`） | 运行它，随意试验 |
+# | `exercises/` | 你要实现的函数和类，每个主题一个文件 | **是：你的代码写在这里** |
+# | `data/` | 部分课程读取的小数据文件 | 否 |
+# | `course/` | 课程的运行机制：检查、小部件、绘图 | 否 |
+#
+# 每个练习都是 `exercises/*.py` 中的一个函数，它的函数体会抛出 `NotImplementedError`。把那一行换成你的代码，保存文件，然后运行本课的**检查单元**。笔记本用 *autoreload* 导入你的文件，所以修改之后永远不必重启内核。
+#
+# 检查会在固定输入上运行你的代码（float64、多种形状、额外的批量轴），并与参考实现比较。全部一致时，它打印一行以 `PASS` 开头的结果。不一致时，它停在第一个不同的用例，告诉你是哪个用例、期望的形状和实际得到的形状、差异有多大，以及最可能的错误是什么。
+#
+# 你打开的笔记本已经用参考答案运行过，所以每个检查单元都已显示 `PASS`。你自己运行检查单元时，它检查的是*你的*代码。要一次检查所有练习，在课程文件夹的终端里运行 `make check`：每个练习一行，PASS、带原因的 FAIL，或 TODO。
+#
+# （检查信息和 `make check` 的表格目前还是英文，中文翻译随后提供；`PASS`、`FAIL`、`BLOCKED`、`TODO` 和检查编号在两种语言中始终保持不变。）
+
+# %% [markdown] en="826aca318975"
+# ## 你的环境
+#
+# 课程中没有任何内容必须用 GPU。能用 GPU 的单元会自动检测，没有时退回 CPU。Graphviz 的 `dot` 用来绘制第 03 课和第 06 课的模型图；没有它时，你会看到图的文本源码。
+
+# %% tags=["nbval-ignore-output"] en="33752fa88319"
+from course.env_report import environment_report
+
+report = environment_report()
+
+# %% [markdown] en="87931f2bde21"
+# ## 一个通过的检查，一个失败的检查
+#
+# 注意力建立在一个运算之上：两个向量的点积，一次对许多对向量同时计算。热身练习是 `batched_dot(a, b)`：对形状为 `(*, n)` 的 `a` 和 `b`，返回沿最后一个轴的点积，形状为 `(*)`。
+#
+# 下面是一个正确的版本（直接写在单元里），以及接受它的检查：
+
+# %% en="e25688503854"
+from course.checks import CheckFailed
+from course.checks.lesson00 import check_batched_dot
+
+
+def batched_dot_right(a, b):
+    return (a * b).sum(dim=-1)
+
+
+check_batched_dot(batched_dot_right)
+
+
+# %% [markdown] en="8d8ff682eb9e"
+# 再看一个看似合理的错误：对*所有*轴求和，而不是只对最后一个轴求和。对单独一对向量，这样做的结果是对的，所以第一个用例通过；第二个用例有四对向量，于是发现了它。在你自己的检查单元里，失败会显示为红色的错误框；这里我们捕获它，只打印信息本身。
+
+# %% en="8d4d78fd9241"
+def batched_dot_wrong(a, b):
+    return (a * b).sum()
+
+
+try:
+    check_batched_dot(batched_dot_wrong)
+except CheckFailed as failure:
+    print(failure)
+
+# %% [markdown] en="06e41d77455b"
+# 如果你的代码根本运行不起来，检查会报告它抛出的异常，并给出同样的用例名和提示。如果你还没有写这个函数，它会直接说明，并指出对应的文件。
+
+# %% en="09dfdeb7dd09"
+try:
+    check_batched_dot(lambda a, b: a @ b)
+except CheckFailed as failure:
+    print(failure)
+
+# %% [markdown] en="418622894be2"
+# ## 你的第一个练习
+#
+# 打开 `exercises/warmup.py`，把 `batched_dot` 中 `raise NotImplementedError(...)` 那一行换成你的代码，保存，然后运行下面的单元。它导入的是**你的**函数。
+
+# %% tags=["check"] en="6cf6981c8bcd"
+from exercises.warmup import batched_dot
+
+check_batched_dot(batched_dot)
+
+# %% [markdown] en="797e836376d9"
+# ## 术语表 / Vocabulary
+#
+# 本课程的原始笔记是中文写的，许多读者已经从那里熟悉这些术语。本课程中文版的译名都以这张表为准。
+#
+# | English | 中文 | 在本课程中 |
+# |---|---|---|
+# | attention | 注意力 | 值的加权平均，权重来自查询与键的相似度 |
+# | query / key / value (Q, K, V) | 查询 / 键 / 值 | 我要找什么 / 我作为标签提供什么 / 我交出什么 |
+# | score, logit | 打分 | q·k / √c，softmax 之前的数值 |
+# | attention weights | 注意力权重 | 打分沿键的方向做 softmax；每一行之和为 1 |
+# | scaled dot-product attention | 缩放点积注意力 | softmax(QKᵀ/√c + bias)·V |
+# | head, multi-head | 头，多头 | 一组 Q/K/V 子空间；多个头并排运行 |
+# | channel width c | 通道数 / 每头维度 c | 一个头里每个 q、k、v 向量的长度 |
+# | bias (attention bias) | 偏置（注意力偏置） | softmax 之前加到打分上的项：掩码、相对位置、pair bias |
+# | mask, padding mask, causal mask | 掩码，填充掩码，因果掩码 | 某个查询不能看到哪些键 |
+# | broadcasting | 广播 | 大小为 1 的轴被拉伸到匹配的大小：第 04 课的全部内容 |
+# | row / column attention | 行 / 列注意力 | 沿 MSA 表格的一行或一列做注意力 |
+# | MSA (multiple sequence alignment) | 多序列比对 | AlphaFold 读取的相关序列组成的表格 |
+# | pair representation z | pair 表征（对表征）z | AlphaFold 为每对残基准备的特征；pair bias 的来源 |
+# | global attention | 全局注意力 | 一个平均后的查询，一个共享的键/值头：代价随序列数线性增长 |
+# | gate, gating | 门，门控 | sigmoid(linear(x))，按通道乘到注意力输出上 |
+# | sigmoid | S 型函数（sigmoid） | 1/(1+e^(−x))，取值在 0 与 1 之间 |
+# | softmax | softmax（归一化指数） | 先取指数，再除以总和 |
+# | attention sink | 注意力汇聚（注意力池） | 没有内容上的理由却吸走大量注意力权重的词元（常常是第一个） |
+# | mutation test | 变异测试 | 故意把参考实现改坏；好的检查必须察觉 |
+#
+# ## 小结
+#
+# - 你的代码写在 `exercises/` 里；笔记本导入并检查它。
+# - `PASS ...` 表示你的函数在每个用例上都与参考实现一致；失败信息会指出用例、形状、最大差异和可能的原因。
+# - 下一课：[第 01 课，手算 Q、K、V](01_qkv_by_hand.ipynb)。

@@ -1,0 +1,108 @@
+"""Bugs upstream, checks downstream: each cascade puts its bug(s) in a scratch copy of the
+solutions (as a student's exercises/) and runs the check of an exercise that calls the buggy one.
+The message must name the root cause first (BLOCKED ... by <the failing check>), then say whether
+the exercise is right on its own; with COURSE_ISOLATE=1 (the grader's sandboxes) a dependent
+passes, and only an exercise's own bug fails it."""
+from tests.mutation import Cascade
+
+SCORE = ("softmax.py", "return q @ k.transpose(-2, -1) / math.sqrt(c)",
+         "return q @ k.transpose(-2, -1)")
+
+CASCADES = [
+    Cascade('02.attention_weights', (SCORE,), (
+        'BLOCKED 02.attention_weights by 01.scaled_scores:',
+        'your attention_weights calls your scaled_scores, which fails 01.scaled_scores: fix that first.',
+        'On its own, your attention_weights is right: with the reference scaled_scores in place of yours, all 11 cases pass.',
+    ), 'scaled_scores unscaled'),
+    Cascade('02.attention_forward', (SCORE,), (
+        'BLOCKED 02.attention_forward by 01.scaled_scores:',
+        'your scaled_dot_product_attention calls your attention_weights, and through it your scaled_scores, which fails 01.scaled_scores: fix that first.',
+        'On its own, your scaled_dot_product_attention is right: with the reference attention_weights in place of yours, all 5 cases pass.',
+    ), 'scaled_scores unscaled, two levels up'),
+    Cascade('03.multi_head_attention', (SCORE,), (
+        'BLOCKED 03.multi_head_attention by 01.scaled_scores:',
+        'your MultiHeadAttention calls your scaled_dot_product_attention, and through it your scaled_scores, which fails 01.scaled_scores: fix that first.',
+        'On its own, your MultiHeadAttention is right: with the reference scaled_dot_product_attention in place of yours, all 15 cases pass.',
+    ), 'scaled_scores unscaled, across lessons'),
+    Cascade('05.global_attention', (SCORE,), (
+        'BLOCKED 05.global_attention by 01.scaled_scores:',
+        'your MultiHeadAttention calls your scaled_dot_product_attention, and through it your scaled_scores, which fails 01.scaled_scores: fix that first.',
+        '(also blocked by the same: 03.multi_head_attention)',
+        'On its own, your MultiHeadAttention is right: with the reference scaled_dot_product_attention in place of yours, all 12 cases pass.',
+    ), 'scaled_scores unscaled, across lessons'),
+    Cascade('06.full_module', (SCORE,), (
+        'BLOCKED 06.full_module by 01.scaled_scores:',
+        "this check also runs your MultiHeadAttention's lesson 03 part, and through it your scaled_scores, which fails 01.scaled_scores: fix that first.",
+        '(also blocked by the same: 05.global_attention, 06.gate)',
+        'On its own, your MultiHeadAttention is right: with the reference MultiHeadAttention._attention, MultiHeadAttention._global_attention in place of yours, all 12 cases pass.',
+    ), 'scaled_scores unscaled, across lessons'),
+    Cascade('07.decoder_block', (SCORE,), (
+        'BLOCKED 07.decoder_block by 01.scaled_scores:',
+        'your DecoderBlock calls your scaled_dot_product_attention, and through it your scaled_scores, which fails 01.scaled_scores: fix that first.',
+        '(also blocked by the same: 03.multi_head_attention)',
+        'On its own, your DecoderBlock is right: with the reference scaled_dot_product_attention in place of yours, all 8 cases pass.',
+    ), 'scaled_scores unscaled, across lessons'),
+    Cascade('07.cross_attention', (SCORE,), (
+        'BLOCKED 07.cross_attention by 01.scaled_scores:',
+        'your CrossAttention calls your scaled_dot_product_attention, and through it your scaled_scores, which fails 01.scaled_scores: fix that first.',
+        'On its own, your CrossAttention is right: with the reference scaled_dot_product_attention in place of yours, all 8 cases pass.',
+    ), 'scaled_scores unscaled, across lessons'),
+    Cascade('08.gate_headwise', (SCORE,), (
+        'BLOCKED 08.gate_headwise by 01.scaled_scores:',
+        'your GatedCausalSelfAttention calls your attention_weights, and through it your scaled_scores, which fails 01.scaled_scores: fix that first.',
+        '(also blocked by the same: 08.gate_elementwise)',
+        'On its own, your GatedCausalSelfAttention is right: with the reference attention_weights in place of yours, all 10 cases pass.',
+    ), 'scaled_scores unscaled, across lessons'),
+    Cascade('07.decoder_block', (('transformer.py', 'return x * cos + rotated * sin', 'return x * sin + rotated * cos'),), (
+        'BLOCKED 07.decoder_block by 07.rope:',
+        'your DecoderBlock calls your apply_rope, which fails 07.rope: fix that first.',
+        'On its own, your DecoderBlock is right: with the reference apply_rope in place of yours, all 8 cases pass.',
+    ), "RoPE's cos and sin swapped"),
+    Cascade('07.decoder_block', (('transformer.py', 'rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)', 'rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True)) + self.eps'),), (
+        'BLOCKED 07.decoder_block by 07.rms_norm:',
+        'your DecoderBlock calls your RMSNorm, which fails 07.rms_norm: fix that first.',
+        'On its own, your DecoderBlock is right: with the reference RMSNorm.forward in place of yours, all 8 cases pass.',
+    ), "RMSNorm's eps outside the root"),
+    Cascade('07.cross_attention', (('mha.py', 'return x.view(*batch, L, N_head, width // N_head).transpose(-3, -2)', 'return x.view(*batch, N_head, L, width // N_head)'),), (
+        'BLOCKED 07.cross_attention by 03.split_heads:',
+        'your CrossAttention calls your split_heads, which fails 03.split_heads: fix that first.',
+        'On its own, your CrossAttention is right: with the reference split_heads in place of yours, all 8 cases pass.',
+    ), 'split_heads viewed heads first'),
+    Cascade('02.attention_weights', (('softmax.py', '    shifted = x - x.amax(dim=dim, keepdim=True)\n    exponentials = shifted.exp()\n    return exponentials / exponentials.sum(dim=dim, keepdim=True)', '    raise NotImplementedError("lesson 01: write stable_softmax in exercises/softmax.py")'),), (
+        'BLOCKED 02.attention_weights by 01.stable_softmax:',
+        'your attention_weights calls your stable_softmax, which is not written yet (01.stable_softmax): write it first.',
+        'On its own, your attention_weights is right: with the reference stable_softmax in place of yours, all 11 cases pass.',
+    ), 'stable_softmax not written yet'),
+    Cascade('05.global_attention', (('mha.py', 'self.linear_o = nn.Linear(N_head * c, c_in)', 'self.linear_o = nn.Linear(N_head * c, c_in, bias=False)'),), (
+        'BLOCKED 05.global_attention by 03.multi_head_attention:',
+        "this check also runs your MultiHeadAttention's lesson 03 part, which fails 03.multi_head_attention: fix that first.",
+        'It could not be tried on its own: what 03.multi_head_attention checks sits in code no stand-in can replace (a constructor, or forward itself), and this exercise runs that code too.',
+    ), 'a bug in the constructor both checks share'),
+    Cascade('06.full_module', (('mha.py', 'o = torch.sigmoid(self.linear_g(x)) * o', 'o = self.linear_g(x) * o'),), (
+        'BLOCKED 06.full_module by 06.gate:',
+        "this check also runs your MultiHeadAttention's lesson 06 part, which fails 06.gate: fix that first.",
+        'It could not be tried on its own: what 06.gate checks sits in code no stand-in can replace (a constructor, or forward itself), and this exercise runs that code too.',
+    ), "the gate's sigmoid missing: code no stand-in replaces"),
+    Cascade('02.attention_forward', (SCORE, ('attention.py', 'return attention_weights(q, k, bias=bias, mask=mask) @ v', 'return attention_weights(q, k, bias=bias, mask=mask) @ k'),), (
+        'BLOCKED 02.attention_forward by 01.scaled_scores:',
+        'your scaled_dot_product_attention calls your attention_weights, and through it your scaled_scores, which fails 01.scaled_scores: fix that first.',
+        'It also fails on its own, with the reference attention_weights in place of yours:',
+        "FAIL 02.attention_forward, case '3 queries, 5 keys, c=4, values of width 6':",
+        'output shape: expected (3, 6), got (3, 4)',
+        'hint: the output is weights @ v: shape (*, q, c_v), here (3, 6)',
+    ), 'two bugs: scaled_scores unscaled and keys mixed for values'),
+    Cascade('02.attention_weights', (SCORE,), (
+    ), 'scaled_scores unscaled', status='PASS', isolate=True),
+    Cascade('07.decoder_block', (('transformer.py', 'return x * cos + rotated * sin', 'return x * sin + rotated * cos'),), (
+    ), "RoPE's cos and sin swapped", status='PASS', isolate=True),
+    Cascade('02.attention_forward', (SCORE, ('attention.py', 'return attention_weights(q, k, bias=bias, mask=mask) @ v', 'return attention_weights(q, k, bias=bias, mask=mask) @ k'),), (
+        "FAIL 02.attention_forward, case '3 queries, 5 keys, c=4, values of width 6':",
+        'output shape: expected (3, 6), got (3, 4)',
+        'hint: the output is weights @ v: shape (*, q, c_v), here (3, 6)',
+    ), "two bugs: the exercise's own is charged", status='FAIL', isolate=True),
+    Cascade('06.full_module', (('mha.py', 'o = torch.sigmoid(self.linear_g(x)) * o', 'o = self.linear_g(x) * o'),), (
+        'BLOCKED 06.full_module by 06.gate:',
+        "this check also runs your MultiHeadAttention's lesson 06 part, which fails 06.gate: fix that first.",
+        'It could not be tried on its own: what 06.gate checks sits in code no stand-in can replace (a constructor, or forward itself), and this exercise runs that code too.',
+    ), "the gate's sigmoid missing", isolate=True),
+]

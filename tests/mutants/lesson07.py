@@ -1,0 +1,236 @@
+"""Realistic bugs for the checks of lesson 07 (the Transformer around attention)."""
+from tests.mutation import Mutant
+
+F = "transformer.py"
+SIN = "pe[:, 0::2] = torch.sin(angle)\n    pe[:, 1::2] = torch.cos(angle)"
+ANGLE = "angle = positions / base ** (two_i / d_model)  # (L, d_model/2)"
+ROPE_OUT = "return x * cos + rotated * sin"
+ROTATE = "rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)  # rotate_half(x)"
+INV_FREQ = "inv_freq = base ** (-torch.arange(half, dtype=torch.float64) * 2 / c)  # (c/2,)"
+RMS = "rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)  # (*, 1)"
+ATTN_RESIDUAL = "h = h + self.attn.linear_o(merge_heads(o))  # (*, L, d_model)"
+FFN_RESIDUAL = "return h + self.ffn(self.norm_ffn(h))"
+BLOCK_MASK = "o = scaled_dot_product_attention(q, k, v, mask=causal_mask(L).to(h.device))"
+CROSS_K = "k = split_heads(self.linear_k(memory), self.n_heads)  # (*, n_heads, L_k, c)"
+CROSS_V = "v = split_heads(self.linear_v(memory), self.n_heads)"
+CROSS_MASK = "key_mask = None if memory_mask is None else memory_mask[..., None, None, :]"
+
+MUTANTS = [
+    # 07.sinusoidal_encoding
+    Mutant("07.sinusoidal_encoding", F, SIN,
+           "pe[:, 0::2] = torch.cos(angle)\n    pe[:, 1::2] = torch.sin(angle)",
+           "sin on the EVEN", "cos and sin swapped"),
+    Mutant("07.sinusoidal_encoding", F, SIN,
+           "pe[:, :d_model // 2] = torch.sin(angle)\n    pe[:, d_model // 2:] = torch.cos(angle)",
+           "not sin in the first half", "sin in the first half, cos in the second (concatenated)"),
+    Mutant("07.sinusoidal_encoding", F,
+           "two_i = torch.arange(0, d_model, 2, dtype=torch.float64)",
+           "two_i = torch.arange(0, d_model // 2, dtype=torch.float64)",
+           "the exponent is 2i/d_model, not i/d_model", "exponent i/d_model (pair index, no 2)"),
+    Mutant("07.sinusoidal_encoding", F, ANGLE,
+           "angle = positions * base ** (two_i / d_model)", "ONE angle pos / base**(2i/d_model)",
+           "multiplied by base**(2i/d) instead of divided"),
+    Mutant("07.sinusoidal_encoding", F,
+           "positions = torch.arange(L, dtype=torch.float64)[:, None]  # (L, 1)",
+           "positions = torch.arange(1, L + 1, dtype=torch.float64)[:, None]  # (L, 1)",
+           "positions counting from 0", "positions counted from 1"),
+    Mutant("07.sinusoidal_encoding", F, ANGLE,
+           "angle = positions / 10000.0 ** (two_i / d_model)", "use the `base` argument",
+           "base hard-coded to 10000"),
+    Mutant("07.sinusoidal_encoding", F, "return pe.to(dtype)", "return pe",
+           "in the `dtype` asked for", "dtype argument ignored"),
+    # 07.rope
+    Mutant("07.rope", F, ROPE_OUT, "return x * sin + rotated * cos",
+           "cos multiplies x, sin multiplies rotate_half(x)", "cos and sin swapped"),
+    Mutant("07.rope", F, ROTATE, "rotated = torch.cat([x[..., half:], -x[..., :half]], dim=-1)",
+           "minus on the second half", "rotate_half with the minus on the wrong half"),
+    Mutant("07.rope", F, ROTATE,
+           "rotated = torch.stack([-x[..., 1::2], x[..., 0::2]], dim=-1).flatten(-2)",
+           "not with its neighbour i + 1", "interleaved pairs (2i, 2i+1) instead of rotate-half"),
+    Mutant("07.rope", F, INV_FREQ,
+           "inv_freq = base ** (-torch.arange(half, dtype=torch.float64) / c)  # (c/2,)",
+           "the exponent is -2i/c", "exponent i/c instead of 2i/c"),
+    Mutant("07.rope", F, "angle = torch.cat([angle, angle], dim=-1)",
+           "angle = angle.repeat_interleave(2, dim=-1)", "the same angle serves both halves",
+           "angles repeated per neighbouring channel (interleaved layout) with rotate-half"),
+    Mutant("07.rope", F, "        positions = torch.arange(L)\n",
+           "        pass\n    positions = torch.arange(L)\n", "use the `positions` given",
+           "positions argument ignored"),
+    Mutant("07.rope", F, "angle = positions.detach().cpu().to(torch.float64)[:, None] * inv_freq",
+           "angle = positions.detach().cpu().long().to(torch.float64)[:, None] * inv_freq",
+           "do not round them", "positions cast to integers"),
+    Mutant("07.rope", F, ROPE_OUT, "return x.mul_(cos).add_(rotated * sin)",
+           "must stay as they were", "x rotated in place"),
+    Mutant("07.rope", F,
+           "    cos = angle.cos().to(device=x.device, dtype=x.dtype)\n"
+           "    sin = angle.sin().to(device=x.device, dtype=x.dtype)\n",
+           "    cos, sin = angle.cos(), angle.sin()\n", "return x's dtype",
+           "float64 angles promote a float32 x"),
+    Mutant("07.rope", F, ROPE_OUT, "return x * cos + x * sin", "rotate_half(x) = cat(-x",
+           "rotate_half forgotten: x * cos + x * sin"),
+    # 07.rms_norm
+    Mutant("07.rms_norm", F, "return x / rms * self.weight",
+           "x = x - x.mean(dim=-1, keepdim=True)\n        return x / rms * self.weight",
+           "does NOT subtract the mean", "LayerNorm-style mean subtraction"),
+    Mutant("07.rms_norm", F, RMS,
+           "rms = (x - x.mean(dim=-1, keepdim=True)).pow(2).mean(dim=-1, keepdim=True).add(self.eps).sqrt()",
+           "does NOT subtract the mean", "divides by the standard deviation (variance about the mean)"),
+    Mutant("07.rms_norm", F, RMS,
+           "rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True)) + self.eps",
+           "eps goes INSIDE the square root", "eps outside the sqrt"),
+    Mutant("07.rms_norm", F, RMS, "rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + 1e-6)",
+           "use it, not a hard-coded 1e-6", "eps argument ignored"),
+    Mutant("07.rms_norm", F, "self.weight = nn.Parameter(torch.ones(d_model))",
+           "self.weight = nn.Parameter(torch.randn(d_model))", "starting at ones",
+           "weight initialised at random"),
+    Mutant("07.rms_norm", F, RMS, "rms = torch.sqrt(x.pow(2).mean() + self.eps)",
+           "dim=-1, keepdim=True", "mean over every element of the batch"),
+    Mutant("07.rms_norm", F, RMS,
+           "rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps).detach()",
+           "gradient with respect to x differs", "rms detached from the graph"),
+    Mutant("07.rms_norm", F, "return x / rms * self.weight",
+           "x /= rms\n        return x * self.weight", "must stay as they were", "normalised in place"),
+    # 07.decoder_block
+    Mutant("07.decoder_block", F, BLOCK_MASK,
+           "o = scaled_dot_product_attention(q, k, v)", "causal_mask(L)", "no causal mask"),
+    Mutant("07.decoder_block", F, BLOCK_MASK,
+           "o = scaled_dot_product_attention(q, k, v, mask=causal_mask(L).T)", "causal_mask(L)",
+           "mask transposed: queries see the future"),
+    Mutant("07.decoder_block", F, ATTN_RESIDUAL + "\n        return h + self.ffn(self.norm_ffn(h))",
+           "h = self.norm_attn(h + self.attn.linear_o(merge_heads(o)))\n"
+           "        return self.norm_ffn(h + self.ffn(h))",
+           "pre-norm", "post-norm (the original Add & Norm) instead of pre-norm"),
+    Mutant("07.decoder_block", F, ATTN_RESIDUAL,
+           "h = self.attn.linear_o(merge_heads(o))", "pre-norm",
+           "attention residual missing"),
+    Mutant("07.decoder_block", F, FFN_RESIDUAL, "return self.ffn(self.norm_ffn(h))", "pre-norm",
+           "FFN residual missing"),
+    Mutant("07.decoder_block", F, "x = self.norm_attn(h)\n", "x = h\n", "pre-norm",
+           "norm_attn never applied"),
+    Mutant("07.decoder_block", F, FFN_RESIDUAL, "return h + self.ffn(self.norm_attn(h))",
+           "not norm_attn's output", "one norm reused for both branches"),
+    Mutant("07.decoder_block", F, "q, k = apply_rope(q), apply_rope(k)",
+           "q = apply_rope(q)", "apply_rope to q and k", "RoPE on q only"),
+    Mutant("07.decoder_block", F, "q, k = apply_rope(q), apply_rope(k)",
+           "q, k, v = apply_rope(q), apply_rope(k), apply_rope(v)", "not to v",
+           "RoPE on the values too"),
+    Mutant("07.decoder_block", F, "x = self.norm_attn(h)\n",
+           "x = apply_rope(self.norm_attn(h)) if self.rope else self.norm_attn(h)\n", "not to x",
+           "RoPE on the block's input (like an added position encoding) instead of q and k"),
+    Mutant("07.decoder_block", F, "nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model)",
+           "nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model)", "nn.GELU()",
+           "ReLU (the 2017 paper's FFN) instead of GELU"),
+    Mutant("07.decoder_block", F, "self.attn = MultiHeadAttention(d_model, d_model // n_heads, n_heads)",
+           "self.attn = MultiHeadAttention(d_model, d_model, n_heads)",
+           "MultiHeadAttention(d_model, d_model // n_heads, n_heads)", "full-width heads"),
+    Mutant("07.decoder_block", F, ATTN_RESIDUAL,
+           "h += self.attn.linear_o(merge_heads(o))", "must stay as they were", "residual added in place"),
+    # 07.cross_attention
+    Mutant("07.cross_attention", F, CROSS_K + "\n        " + CROSS_V,
+           "k = split_heads(self.linear_k(x), self.n_heads)\n"
+           "        v = split_heads(self.linear_v(x), self.n_heads)",
+           "keys AND values from memory", "keys and values from the decoder instead of memory"),
+    Mutant("07.cross_attention", F, CROSS_V, "v = split_heads(self.linear_v(x), self.n_heads)",
+           "keys AND values from memory", "values from the decoder, keys from memory"),
+    Mutant("07.cross_attention", F, CROSS_MASK,
+           "key_mask = None if memory_mask is None else memory_mask[..., None, :, None]",
+           "never mask the queries", "mask applied to the queries"),
+    Mutant("07.cross_attention", F, CROSS_MASK, "key_mask = None", "marks encoder KEYS",
+           "memory mask ignored"),
+    Mutant("07.cross_attention", F, "o = scaled_dot_product_attention(q, k, v, mask=key_mask)",
+           "o = scaled_dot_product_attention(q, k, v, mask=causal_mask(k.shape[-2])[:q.shape[-2]])",
+           "never with causal_mask", "a causal mask copied from the decoder's self-attention"),
+    Mutant("07.cross_attention", F, "self.linear_q = nn.Linear(d_model, d_model, bias=False)",
+           "self.linear_q = nn.Linear(d_model, d_model)", "bias=False",
+           "query projection with a bias"),
+]
+
+# Issue 20: each message exactly as the student reads it (the problem, where it crashed, the
+# hint chosen from every case), for the bugs whose old hint misled or was missing.
+MUTANTS += [
+    Mutant('07.sinusoidal_encoding', 'transformer.py', 'pe = torch.empty(L, d_model, dtype=torch.float64)\n    pe[:, 0::2] = torch.sin(angle)\n    pe[:, 1::2] = torch.cos(angle)',
+           'pe = torch.stack([torch.sin(angle), torch.cos(angle)]).reshape(L, d_model)', "", 'sin and cos interleaved by a reshape of the wrong stack',
+           exact=(
+               'output shape (1, 6) as expected; max |expected - got| = 1 (tolerance 1e-09 + 1e-07*|expected|)',
+               'hint: PE[0] = [sin 0, cos 0, sin 0, cos 0, ...] = [0, 1, 0, 1, ...]: sin on the EVEN channels 0, 2, 4, ..., cos on the odd ones, interleaved (not sin in the first half and cos in the second), positions counting from 0',
+           )),
+    Mutant('07.rope', 'transformer.py', 'rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)',
+           'rotated = torch.cat([x[..., half:], x[..., :half]], dim=-1)', "", 'rotate_half without the minus',
+           exact=(
+               'output shape (4, 2) as expected; max |expected - got| = 1.83 (tolerance 1e-09 + 1e-07*|expected|)',
+               'hint: with c=2 the pair (x0, x1) turns by the angle pos: (x0 cos - x1 sin, x1 cos + x0 sin), so rotate_half(x) = cat(-x[..., c/2:], x[..., :c/2]) (minus on the second half, moved in front)',
+           )),
+    Mutant('07.rms_norm', 'transformer.py', 'rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)  # (*, 1)',
+           'rms = torch.sqrt(x.mean(dim=-1, keepdim=True) ** 2 + self.eps)  # (*, 1)', "", 'the square of the mean',
+           exact=(
+               'output shape (3, 8) as expected; max |expected - got| = 0.000347 (tolerance 1e-09 + 1e-07*|expected|)',
+               'hint: you divide by sqrt(mean(x)**2 + eps), the square of the mean; RMSNorm takes the mean of the squares: x / sqrt(mean(x**2, dim=-1, keepdim=True) + eps) * weight',
+           )),
+    Mutant('07.rms_norm', 'transformer.py', 'rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)  # (*, 1)',
+           'rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True))  # (*, 1)', "", 'eps missing',
+           exact=(
+               'output shape (3, 8) as expected; max |expected - got| = 0.544 (tolerance 1e-09 + 1e-07*|expected|)',
+               'hint: eps is missing: x / sqrt(mean(x**2) + eps) * weight, with eps inside the square root (without it a row of near-zeros divides by almost 0)',
+           )),
+    Mutant('07.rms_norm', 'transformer.py', 'rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)  # (*, 1)',
+           'rms = x.pow(2).mean(dim=-1, keepdim=True) + self.eps  # (*, 1)', "", 'no square root',
+           exact=(
+               'output shape (2, 4) as expected; max |expected - got| = 0.439 (tolerance 1e-05 + 1e-07*|expected|)',
+               'hint: you divide by mean(x**2) + eps itself: take its square root (the ROOT of the mean square)',
+           )),
+    Mutant('07.rms_norm', 'transformer.py', 'return x / rms * self.weight',
+           'return x / rms', "", 'weight never used',
+           exact=(
+               'output shape (2, 4) as expected; max |expected - got| = 1.5 (tolerance 1e-05 + 1e-07*|expected|)',
+               'hint: the learned scale is missing: multiply the normalised x by self.weight',
+           )),
+    Mutant('07.decoder_block', 'transformer.py', 'nn.GELU(), nn.Linear(d_ff, d_model)',
+           "nn.GELU(approximate='tanh'), nn.Linear(d_ff, d_model)", "", 'the tanh approximation of GELU',
+           exact=(
+               'output shape (5, 8) as expected; max |expected - got| = 0.000119 (tolerance 1e-09 + 1e-07*|expected|)',
+               "hint: your result is close to the reference (relative difference 0.0004) but not within its tolerance: the structure is right and some formula is a variant of the right one: an approximation (nn.GELU(approximate='tanh') where the exact nn.GELU() is meant), another eps, or a half-precision step",
+           )),
+    Mutant('07.decoder_block', 'transformer.py', 'h = h + self.attn.linear_o(merge_heads(o))',
+           'h = h + self.attn.linear_o(o)', "", 'merge_heads forgotten',
+           exact=(
+               'raised RuntimeError: mat1 and mat2 shapes cannot be multiplied (24x4 and 8x8)',
+               'at solutions/transformer.mutant.py, line 130, in forward:',
+               'h = h + self.attn.linear_o(o)  # (*, L, d_model)',
+               'hint: a Linear got a last axis of 4 channels where it takes d_model: after the attention, o is (*, n_heads, L, c); merge_heads(o) gives the (*, L, d_model) that attn.linear_o takes',
+           )),
+    Mutant('07.cross_attention', 'transformer.py', 'o = scaled_dot_product_attention(q, k, v, mask=key_mask)  # (*, n_heads, L_q, c)',
+           'weights = torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, dim=-1)\n        if key_mask is not None:\n            weights = weights * key_mask\n        o = weights @ v', "", 'memory mask applied after the softmax',
+           exact=(
+               'changing the encoder outputs at PADDED positions (memory_mask False) changed the result by up to 0.963: padded keys must get zero weight',
+               "hint: the cases without a memory_mask pass, so q, k and v are right and the mask is what goes wrong: memory_mask (*, L_k) marks encoder KEYS, to be hidden BEFORE the softmax (their scores become -inf, so each query's weights still sum to 1 over the real keys): pass memory_mask[..., None, None, :] (*, 1, 1, L_k) as the mask of scaled_dot_product_attention; never mask the queries, and no causal mask here",
+           )),
+    Mutant('07.cross_attention', 'transformer.py', 'key_mask = None if memory_mask is None else memory_mask[..., None, None, :]',
+           'key_mask = None if memory_mask is None else memory_mask[:, None, None, :]', "", 'the mask indexed for one batch axis',
+           exact=(
+               'raised RuntimeError: The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 3',
+               'at solutions/transformer.mutant.py, line 168, in forward:',
+               'o = scaled_dot_product_attention(q, k, v, mask=key_mask)  # (*, n_heads, L_q, c)',
+               'at solutions/attention.py, line 59, in scaled_dot_product_attention:',
+               'return attention_weights(q, k, bias=bias, mask=mask) @ v',
+               'at solutions/attention.py, line 44, in attention_weights:',
+               'scores = scores.masked_fill(~mask, float("-inf"))',
+               'hint: two tensors do not line up (3 against 4 on one axis): a reduction without keepdim=True, a missing size-1 axis (x[..., None]), or axes in another order',
+           )),
+]
+
+# float32 rounding inside a float64 exercise (1e-7 relative): the visible checks fail it with the
+# float32 hint; the hidden judge's tolerance (1e-6) lets it through, so it is no hidden mutant
+VISIBLE_ONLY = [
+    Mutant('07.sinusoidal_encoding', 'transformer.py', 'two_i = torch.arange(0, d_model, 2, dtype=torch.float64)',
+           'two_i = torch.arange(0, d_model, 2)', "", 'integer arange: the exponents in float32',
+           exact=(
+               'output shape (50, 16) as expected; max |expected - got| = 1.84e-07 (tolerance 1e-09 + 1e-07*|expected|)',
+               "hint: your result equals the reference only to about 2e-07 (relative), the rounding of float32: somewhere a float32 tensor enters the computation (torch.arange/zeros/tensor without dtype=, an integer arange divided by a number, .float()): compute in the input's dtype",
+           )),
+    Mutant('07.rope', 'transformer.py', 'inv_freq = base ** (-torch.arange(half, dtype=torch.float64) * 2 / c)  # (c/2,)',
+           'inv_freq = 1.0 / base ** (torch.arange(0, c, 2) / c)  # (c/2,)', "", 'integer arange: the frequencies in float32',
+           exact=(
+               'output shape (3, 16) as expected; max |expected - got| = 7.88e-07 (tolerance 1e-09 + 1e-07*|expected|)',
+               "hint: your result equals the reference only to about 2e-07 (relative), the rounding of float32: somewhere a float32 tensor enters the computation (torch.arange/zeros/tensor without dtype=, an integer arange divided by a number, .float()): compute in the input's dtype",
+           )),
+]

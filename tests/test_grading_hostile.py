@@ -1,0 +1,177 @@
+"""`make grade` on a hostile class (tests/hostile/): cheats, crashes, and students who attack the
+grader and the other students (issue 21). Graded once (lessons 00-02, two students at a time);
+the whole gradebook is compared with the one expected, and checksums show that nothing outside
+each student's own sandbox changed. Timings are printed (run with -s to see them).
+"""
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from course import ROOT
+from course.grading.names import shown
+from course.handout import build as build_handout
+from tests.hostile.classroom import COLUMNS, CSV_NAMES, EXPECTED, FAKE_LINE, LESSONS, TMP_MIB, build_class
+
+CELL_TIMEOUT = 10     # seconds; the endless loop and the keepalives cost one of these
+CPU_LIMIT = 4         # CPU-seconds per process: the four spinning threads reach it first
+MEMORY_MIB = 3000     # the huge allocation asks for 6 GiB
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(
+    shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed: apt-get install bubblewrap")]
+
+
+def tree_digest(folder: Path, skip=("__pycache__",)) -> dict[str, str]:
+    """Relative path -> sha256 (symlinks by their target), for every entry under folder."""
+    found = {}
+    for path in sorted(folder.rglob("*")):
+        relative = path.relative_to(folder).as_posix()
+        if any(part in skip for part in path.relative_to(folder).parts):
+            continue
+        if path.is_symlink():
+            found[relative] = "link:" + os.readlink(path)
+        elif path.is_file():
+            found[relative] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def _pwned_in_root() -> list[Path]:
+    return [p for p in (ROOT / "PWNED.txt", ROOT / "solutions" / "PWNED.txt",
+                        ROOT / "reports" / "PWNED.md") if p.exists()]
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    base = tmp_path_factory.mktemp("class")
+    subs, out, work = base / "submissions", base / "out", base / "work"
+    work.mkdir()
+    build_class(subs, out, work)
+    before = tree_digest(subs, skip=())
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "course.grading", "--submissions", str(subs), "--out", str(out),
+         "--jobs", "2", "--lessons", *LESSONS, "--cell-timeout", str(CELL_TIMEOUT),
+         "--cpu-limit", str(CPU_LIMIT), "--memory-limit", str(MEMORY_MIB), "--tmp-limit",
+         str(TMP_MIB), "--workdir", str(work), "--keep"],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
+        timeout=1800)
+    seconds = time.perf_counter() - start
+    print(done.stdout[-6000:], done.stderr[-3000:])
+    print(f"hostile class of {len(EXPECTED)} graded in {seconds:.0f} s with --jobs 2")
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    time.sleep(2)  # anything a student left running would keep writing now
+    pwned = _pwned_in_root()
+    for path in pwned:
+        path.unlink()
+    records = {json.loads(p.read_text(encoding="utf-8"))["student"]: json.loads(
+        p.read_text(encoding="utf-8")) for p in (out / "students").glob("*.json")}
+    yield {"out": out, "subs": subs, "work": work, "before": before, "pwned_root": pwned,
+           "stdout": done.stdout, "stderr": done.stderr, "records": records}
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def _report(hostile, student: str) -> str:
+    name = hostile["records"][student]["report_name"]
+    return (hostile["out"] / "reports" / f"{name}.md").read_text(encoding="utf-8")
+
+
+def test_hostile_gradebook(hostile):
+    with open(hostile["out"] / "gradebook.csv", newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == ["student", "status", "total", "max", *COLUMNS, "flags"]
+    got = {r["student"]: (r["status"], [int(r[c]) for c in COLUMNS], r["flags"]) for r in rows}
+    assert got == {CSV_NAMES.get(k, k): v for k, v in EXPECTED.items()}
+    for r in rows:
+        assert r["total"] == str(sum(got[r["student"]][1])) and r["max"] == "8"
+    assert "symlinked_student (a symlink)" in hostile["stderr"]
+
+
+def test_names_cannot_collide_or_inject(hostile):
+    """Harms 3 to 5: one report per folder; no formula and no escape sequence leaves the grader."""
+    records, out = hostile["records"], hostile["out"]
+    names = [r["report_name"] for r in records.values()]
+    assert len(set(names)) == len(names) == len(EXPECTED)
+    assert len({n.casefold() for n in names}) == len(names)
+    for student, record in records.items():  # each report, record and raw folder is its own
+        assert _report(hostile, student).startswith(f"# {shown(student)}: ")
+        assert (out / "raw" / record["report_name"]).is_dir()
+    assert sorted(p.name for p in (out / "raw").iterdir()) == sorted(names)
+    book = (out / "gradebook.csv").read_text(encoding="utf-8")
+    for line in book.splitlines()[1:]:
+        assert not re.match(r'^"?[=+\-@\t\r]', line), line
+    assert "\x1b" not in book and "\x1b" not in hostile["stdout"] + hostile["stderr"]
+    assert shown(FAKE_LINE) in hostile["stdout"]  # printed, escaped
+    assert not any("\x1b" in p.read_text(encoding="utf-8") for p in (out / "reports").iterdir())
+
+
+def test_judge_bomb_and_keepalives_are_stopped(hostile):
+    """Harms 1 and 2, and the two limits; the seconds each student cost are printed."""
+    bomb = _report(hostile, "judge_bomb")
+    assert "output has 4611686018427387904 elements, expected" in bomb
+    for student in ("keepalive_fast", "keepalive_slow"):
+        assert "TIMEOUT" in _report(hostile, student), student
+    assert "the hidden run of this check ran past" in _report(hostile, "keepalive_hidden")
+    assert "CPU-time limit" in _report(hostile, "cpu_spinner")
+    filled = re.search(r"filled /tmp with (\d+) MiB and the working folder with (\d+) MiB",
+                       (hostile["out"] / "raw" / hostile["records"]["fills_tmp"]["report_name"]
+                        / "sandbox-output.txt").read_text(errors="replace"))
+    assert filled and 0 < int(filled[1]) <= TMP_MIB and 0 < int(filled[2]) <= TMP_MIB, filled
+    seconds = {s: r["seconds"] for s, r in hostile["records"].items()}
+    for student in ("perfect", "judge_bomb", "keepalive_fast", "keepalive_slow",
+                    "keepalive_hidden", "cpu_spinner", "fills_tmp", "protocol_garbage"):
+        print(f"{student:>18}: {seconds[student]:6.1f} s")
+
+
+def test_nothing_outside_a_sandbox_changed(hostile):
+    out, subs = hostile["out"], hostile["subs"]
+    assert tree_digest(subs, skip=()) == hostile["before"], "a file under SUBMISSIONS changed"
+    assert not hostile["pwned_root"], f"a student wrote into the repository: {hostile['pwned_root']}"
+    for path in out.rglob("*"):
+        assert "PWNED" not in path.name, path
+        if path.is_file() and path.suffix in (".md", ".csv", ".json"):
+            assert "PWNED = 1" not in path.read_text(encoding="utf-8"), path
+    pristine = next(hostile["work"].glob("grade-*/pristine"))
+    fresh = build_handout(hostile["work"] / "fresh")
+    fresh_digest = {k: v for k, v in tree_digest(fresh).items() if not k.startswith("course/grading")}
+    assert tree_digest(pristine) == fresh_digest, "the pristine copy changed"
+    assert not list(hostile["work"].glob("PWNED*"))
+
+
+def test_hostile_reports_say_why(hostile):
+    def report(student):
+        return _report(hostile, student)
+
+    records = hostile["records"]
+    assert report("perfect").count("confirmed on hidden inputs): 1 / 1") == 8
+    assert records["先生A"]["report_name"] != records["学生A"]["report_name"]
+    assert records["perfect"]["report_name"] == "perfect"
+    assert "NOT IMPLEMENTED YET: 00.batched_dot" in report("untouched_stubs")
+    bugs = report("one_bug_per_lesson")
+    assert "FAIL 00.batched_dot, case" in bugs and "hint:" in bugs
+    assert "SyntaxError" in report("syntax_error") and "exercises/softmax.py" in report("syntax_error")
+    assert "TIMEOUT" in report("infinite_loop")
+    assert "IndexError" in report("import_exception")
+    assert "allocate" in report("huge_allocation")
+    assert "NaN" in report("nan_outputs")
+    assert "kernel died" in report("kills_kernel")
+    misnamed = report("misnamed_files")
+    assert "Softmax.py (taken as a helper module" in misnamed
+    assert "softmax (1).py (not a module name; did you mean exercises/softmax.py?)" in misnamed
+    fake = report("ships_fake_solutions")
+    assert "softmax.py (a symlink)" in fake and "solutions/ (only exercises/*.py count)" in fake
+    for cheat in ("cheat_patch_check", "cheat_reference_data", "cheat_patch_torch"):
+        assert "PASS in the notebook, not confirmed on hidden inputs" in report(cheat), cheat
+    assert "no solutions found" in report("cheat_walk_to_solutions")
+    assert "kernel died" in report("cheat_pass_then_exit")
+    assert len(report("flood_of_output")) < 20_000
+    assert (hostile["out"] / "raw" / "flood_of_output" / "sandbox-output.txt").stat().st_size < 2 << 20
+    assert "UNSAFE" not in report("perfect")
