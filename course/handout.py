@@ -29,7 +29,7 @@ from course.workspace import SKIP
 # and what only the grader uses (its benchmark, its container image)
 EXCLUDE = {"solutions", "tests", "docs", ".ci", "course/grading", "course/release/README.md",
            "course/release/README.zh-CN.md", "scripts/bench_grade.py",
-           "scripts/measure_first_messages.py", "scripts/suite_time.py",
+           "scripts/measure_first_messages.py", "scripts/suite_time.py", "scripts/bench_notebooks.py",
            "Dockerfile", ".dockerignore"}
 RELEASE = ROOT / "course" / "release"  # the release's README.md and its tests (tests/)
 RELEASE_TESTS = "course/release/tests"  # what the release's `make test` (pytest) runs

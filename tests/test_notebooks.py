@@ -1,6 +1,9 @@
 """The lesson notebooks: strict nbval against the solutions, check cells failing on the stubs.
 
-The Chinese notebooks (notebooks/zh/) run strict nbval too, within the same time bound. Their
+Speed is measured, not asserted here (a busy machine would fail a timed test): each lesson's goal
+is under 15 s on 2 CPU cores, 30 s at most; `scripts/bench_notebooks.py` prints the figures.
+
+The Chinese notebooks (notebooks/zh/) run strict nbval too. Their
 code cells are the English ones (tests/test_zh_notebooks.py), so the stubs test, the check-cell
 rules and the check-coverage test run on the English notebooks only.
 """
@@ -8,29 +11,15 @@ import re
 
 import jupytext
 import pytest
-import torch
 
 from course import ROOT
 from course.build import read_source, sources
 from course.checks import all_checks
-from course.memory import GPU_DEMO_BUDGET_S
 from course.workspace import solutions_workspace, stubs_workspace
 from tests.notebook_runs import NOTEBOOKS, cells_tagged, execute_allowing_errors, run_nbval
 
-MAX_SECONDS = 30  # per lesson on 2 CPU cores (kernel start-up and pytest included, so generous)
 NAMES = [p.name for p in NOTEBOOKS]
 ZH_NAMES = [f"zh/{p.name}" for p in sorted((ROOT / "notebooks" / "zh").glob("[0-9][0-9]_*.ipynb"))]
-GPU_STARTUP_SECONDS = 15  # CUDA context and kernels loading, on the first use of a card
-
-
-def time_bound(notebook: str, cuda: bool) -> float:
-    """Seconds a lesson may take under strict nbval. A GPU demo runs only where CUDA is present,
-    within its own budget (course.memory.GPU_DEMO_BUDGET_S), which the bound adds there."""
-    bound = MAX_SECONDS + 15
-    text = (ROOT / "notebooks" / notebook).read_text()
-    if cuda and ("gpu_runs.measure(" in text or "blow_up_cuda(" in text):
-        bound += GPU_DEMO_BUDGET_S + GPU_STARTUP_SECONDS
-    return bound
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +53,6 @@ def test_strict_nbval_against_solutions(solutions_copy, notebook):
     done, seconds = run_nbval(solutions_copy, notebook)
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
     print(f"{notebook}: strict nbval passed in {seconds:.1f} s")
-    bound = time_bound(notebook, torch.cuda.is_available())
-    assert seconds < bound, f"{notebook} took {seconds:.0f} s (bound {bound:.0f} s)"
 
 
 @pytest.mark.slow
@@ -78,14 +65,6 @@ def test_check_cells_fail_on_untouched_stubs(stubs_copy, notebook):
         assert errors, f"check cell passed on the stubs:\n{cell.source}"
         assert "NOT IMPLEMENTED YET" in errors[0].evalue, errors[0].evalue
         assert "exercises/" in errors[0].evalue
-
-
-def test_the_time_bound_makes_room_for_the_gpu_demo_only_where_it_runs():
-    lesson05 = next(n for n in NAMES if n.startswith("05_"))
-    others = [n for n in NAMES if not n.startswith("05_")]
-    assert time_bound(lesson05, cuda=False) == MAX_SECONDS + 15
-    assert time_bound(lesson05, cuda=True) == MAX_SECONDS + 15 + GPU_DEMO_BUDGET_S + GPU_STARTUP_SECONDS
-    assert all(time_bound(n, cuda=True) == MAX_SECONDS + 15 for n in others)
 
 
 def test_one_check_per_check_cell():
