@@ -33,8 +33,8 @@ CAPTION = N_(
     "one fixed number per head (which a model can fold into its weights). Bigram-Backcopy is a "
     "toy language: letters follow each other by English letter-pair frequencies, and after a "
     "trigger the next letter copies the one before the trigger, the only place where attention "
-    "is needed. Look for the set-up where the red bars are tall, and whether the blue and cyan "
-    "bars fall far below them, in each layer, and across seeds.")
+    "is needed. Try both set-ups of runs: find the one where the red bars are tall, then see "
+    "whether the blue and cyan bars fall far below them, in each layer and for every seed.")
 
 
 def first_token_share_per_layer(runs: dict, dataset: str, seed: int | str = "mean",
