@@ -154,7 +154,7 @@ def test_sink_explorer_redraws():
 def test_sink_explorer_caption_explains_what_a_self_learner_sees():
     caption = widgets08.sink_explorer(_fake_runs()).children[2].value
     for words in ("BOS", "G1 elementwise", "G1 headwise", "static scalar", "Bigram-Backcopy",
-                  "trigger", "Look for"):
+                  "trigger", "Try"):
         assert words in caption, words
     assert caption.count(".") >= 5  # sentences, not a label
 
