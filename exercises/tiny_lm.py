@@ -7,7 +7,7 @@ Two architectures, both read top to bottom as:
     for each of the n_layers blocks (pre-norm residual):
         h = h + Attention(Norm(h))       # mixes information between positions
         h = h + FeedForward(Norm(h))     # GELU MLP, transforms each position on its own
-    logits = Norm(h) @ token_embeddingᵀ  # output head tied to the input embedding
+    logits = Norm(h) @ token_embeddingᵀ  # output head tied to the input embedding (tied=True)
 
 arch="paper" (the default), built like the paper's Qwen3-style model: RMSNorm, rotary position
     embeddings (RoPE, rotate-half) on q and k in every attention layer, no learned positions.
@@ -20,6 +20,18 @@ arch="paper" (the default), built like the paper's Qwen3-style model: RMSNorm, r
 arch="gpt2": LayerNorm, learned absolute positions, attention with a stacked qkv projection and
     a bias-free W_O (`out`), and a gate with its own bias. The parameter names are those of your
     lesson-08 exercise GatedCausalSelfAttention (qkv, out, gate_proj).
+
+Three switches change the model around attention, for both architectures (the lesson's search
+for what makes an attention sink strong turns them one at a time):
+    init="torch" (the default): PyTorch's default initialisation of every Linear, the embeddings
+        N(0, 0.02). init="normal": every matrix N(0, 0.02) and the projections that write into
+        the residual stream (W_O and the FFN's second layer) N(0, 0.02 / sqrt(2 n_layers)),
+        biases 0: GPT-2's scheme (Radford et al. 2019; Hugging Face's GPT2 and, without the
+        residual scaling, its Qwen3 `initializer_range = 0.02`).
+    biases=True (the default): W_O (of "paper"; "gpt2"'s W_O never has one) and both FFN layers
+        carry a bias; False: none (as in Qwen3, whose attention and MLP have no biases).
+    tied=True (the default): the output head is the token embedding; False: its own matrix
+        (`lm_head`).
 
 Position 0 always holds the BOS token, so "first-token attention" is attention to BOS.
 The gate variants (`gate`):
@@ -42,6 +54,12 @@ ARCHS = ("paper", "gpt2")
 # what each architecture uses unless a config says otherwise (the ablations change one at a time)
 ARCH_DEFAULTS = {"paper": dict(norm="rms", positions="rope", gate_bias=False),
                  "gpt2": dict(norm="layer", positions="learned", gate_bias=True)}
+# the switches both architectures share (see the module docstring)
+SHARED_DEFAULTS = dict(init="torch", biases=True, tied=True)
+INITS = ("torch", "normal")
+INIT_STD = 0.02
+# the parameters that write into the residual stream, scaled down by sqrt(2 n_layers) under "normal"
+RESIDUAL_PROJECTIONS = ("attn.linear_o.weight", "attn.out.weight", "ffn.2.weight")
 
 
 # ------------------------------------------------------------------ the pieces of lesson 07
@@ -107,13 +125,13 @@ class PaperSelfAttention(_Gate):
     """The paper-like layer: lesson 07's attention names, RoPE on q and k, bias-free G1 gate."""
 
     def __init__(self, d_model: int, n_heads: int, gate: str = "none", gate_bias: bool = False,
-                 rope: bool = True):
+                 rope: bool = True, bias: bool = True):
         super().__init__()
         self.n_heads, self.head_dim, self.rope = n_heads, d_model // n_heads, rope
         self.linear_q = nn.Linear(d_model, d_model, bias=False)
         self.linear_k = nn.Linear(d_model, d_model, bias=False)
         self.linear_v = nn.Linear(d_model, d_model, bias=False)
-        self.linear_o = nn.Linear(d_model, d_model)
+        self.linear_o = nn.Linear(d_model, d_model, bias=bias)
         self._make_gate(d_model, n_heads, self.head_dim, gate, gate_bias)
 
     def forward(self, x: torch.Tensor):
@@ -158,14 +176,18 @@ class Block(nn.Module):
     """Pre-norm transformer block: h + attention(norm(h)), then h + feed-forward(norm(h))."""
 
     def __init__(self, d_model: int, n_heads: int, d_ff: int, gate: str, arch: str = "paper",
-                 norm: str = "rms", gate_bias: bool = False, rope: bool = True):
+                 norm: str = "rms", gate_bias: bool = False, rope: bool = True,
+                 biases: bool = True):
         super().__init__()
         Norm = RMSNorm if norm == "rms" else nn.LayerNorm
-        Attention = PaperSelfAttention if arch == "paper" else CausalSelfAttention
         self.norm_attn = Norm(d_model)
-        self.attn = Attention(d_model, n_heads, gate, gate_bias=gate_bias, rope=rope)
+        if arch == "paper":
+            self.attn = PaperSelfAttention(d_model, n_heads, gate, gate_bias, rope, bias=biases)
+        else:
+            self.attn = CausalSelfAttention(d_model, n_heads, gate, gate_bias, rope)
         self.norm_ffn = Norm(d_model)
-        self.ffn = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
+        self.ffn = nn.Sequential(nn.Linear(d_model, d_ff, bias=biases), nn.GELU(),
+                                 nn.Linear(d_ff, d_model, bias=biases))
 
     def forward(self, h: torch.Tensor):
         attended, weights, gate_scores = self.attn(self.norm_attn(h))
@@ -179,19 +201,25 @@ class TinyLM(nn.Module):
 
     arch: "paper" or "gpt2" (see the module docstring). d_ff defaults to 4 d_model for "paper"
     (the usual width) and 2 d_model for "gpt2" (the course's first tiny LM). norm ("rms" or
-    "layer"), positions ("rope" or "learned") and gate_bias default to the architecture's;
-    setting one of them changes that single piece (the lesson's ablations)."""
+    "layer"), positions ("rope" or "learned") and gate_bias default to the architecture's, and
+    init ("torch" or "normal"), biases and tied to SHARED_DEFAULTS; setting one of them changes
+    that single piece (the lesson's ablations)."""
 
     def __init__(self, vocab_size: int, max_len: int = 64, d_model: int = 64, n_heads: int = 4,
                  n_layers: int = 2, d_ff: int | None = None, gate: str = "none", arch: str = "paper",
                  norm: str | None = None, positions: str | None = None,
-                 gate_bias: bool | None = None):
+                 gate_bias: bool | None = None, init: str | None = None,
+                 biases: bool | None = None, tied: bool | None = None):
         super().__init__()
         if arch not in ARCHS:
             raise ValueError(f"arch must be one of {ARCHS}, got {arch!r}")
         d_ff = d_ff or (4 if arch == "paper" else 2) * d_model  # the shipped widths: 256 and 128
-        chosen = {**ARCH_DEFAULTS[arch], **{k: v for k, v in dict(
-            norm=norm, positions=positions, gate_bias=gate_bias).items() if v is not None}}
+        given = dict(norm=norm, positions=positions, gate_bias=gate_bias, init=init,
+                     biases=biases, tied=tied)
+        chosen = {**ARCH_DEFAULTS[arch], **SHARED_DEFAULTS,
+                  **{k: v for k, v in given.items() if v is not None}}
+        if chosen["init"] not in INITS:
+            raise ValueError(f"init must be one of {INITS}, got {chosen['init']!r}")
         self.config = dict(vocab_size=vocab_size, max_len=max_len, d_model=d_model,
                            n_heads=n_heads, n_layers=n_layers, d_ff=d_ff, gate=gate, arch=arch,
                            **chosen)
@@ -202,8 +230,24 @@ class TinyLM(nn.Module):
             nn.init.normal_(self.position_embedding.weight, std=0.02)
         self.blocks = nn.ModuleList(
             Block(d_model, n_heads, d_ff, gate, arch, chosen["norm"], chosen["gate_bias"],
-                  rope=chosen["positions"] == "rope") for _ in range(n_layers))
+                  rope=chosen["positions"] == "rope", biases=chosen["biases"])
+            for _ in range(n_layers))
         self.norm_out = RMSNorm(d_model) if chosen["norm"] == "rms" else nn.LayerNorm(d_model)
+        if not chosen["tied"]:
+            self.lm_head = nn.Linear(d_model, vocab_size, bias=False)
+        if chosen["init"] == "normal":
+            self._init_normal(n_layers)
+
+    @torch.no_grad()
+    def _init_normal(self, n_layers: int) -> None:
+        """GPT-2's initialisation: matrices N(0, 0.02), residual projections N(0, 0.02/sqrt(2 n_layers)),
+        biases 0 (norm weights stay 1, a static gate's logits 0)."""
+        for name, p in self.named_parameters():
+            if p.dim() >= 2:
+                std = INIT_STD / (2 * n_layers) ** 0.5 if name.endswith(RESIDUAL_PROJECTIONS) else INIT_STD
+                p.normal_(0.0, std)
+            elif name.endswith("bias"):  # Linear biases (LayerNorm's start at 0 anyway)
+                p.zero_()
 
     def embed(self, tokens: torch.Tensor) -> torch.Tensor:
         """tokens (B, L) -> the residual stream entering block 0, (B, L, d_model)."""
@@ -223,5 +267,8 @@ class TinyLM(nn.Module):
             record["weights"].append(weights)
             record["gate_scores"].append(gate_scores)
             record["hidden"].append(h)
-        logits = self.norm_out(h) @ self.token_embedding.weight.T  # tied output head
+        if self.config["tied"]:
+            logits = self.norm_out(h) @ self.token_embedding.weight.T
+        else:
+            logits = self.lm_head(self.norm_out(h))
         return (logits, record) if details else logits

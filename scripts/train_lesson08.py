@@ -2,11 +2,16 @@
 
     .venv/bin/python scripts/train_lesson08.py                    # both architectures, 2 threads
     .venv/bin/python scripts/train_lesson08.py --archs paper --datasets bb --threads 1   # a part
+    .venv/bin/python scripts/train_lesson08.py --setup sink --datasets bb --threads 1    # the strong sink
     .venv/bin/python scripts/train_lesson08.py --ablations "gpt2 + RoPE" --datasets bb --variants none --seeds 0
     .venv/bin/python scripts/train_lesson08.py --remeasure        # recompute metrics from checkpoints
+    .venv/bin/python scripts/train_lesson08.py --sink "trigger token,normal init" - --seeds 0 --threads 1
+                                   # the sink search: each argument a comma-separated set of
+                                   # lm.SINK_FACTORS ("-": the course's set-up), baselines unless --variants
 
 Writes data/lesson08/checkpoints_<arch>_<dataset>.pt (float16 state dicts),
-metrics_<arch>_<dataset>.json and, with --ablations, metrics_ablations.json.
+metrics_<arch>_<dataset>.json, with --ablations metrics_ablations.json, with --sink
+metrics_sink_search.json (metrics only).
 """
 from __future__ import annotations
 
@@ -22,19 +27,20 @@ sys.path.insert(0, str(ROOT))
 from course import lm_training as lm  # noqa: E402
 
 
-def remeasure(archs, datasets, folder):
+def remeasure(archs, datasets, folder, setup="course"):
+    """Recompute the metrics of every run that has a checkpoint (the others keep theirs)."""
     import torch
     for arch in archs:
         for name in datasets:
-            dataset = lm.load_dataset(name)
-            stored = torch.load(lm.checkpoint_path(arch, name, folder), weights_only=True)
-            old = json.loads(lm.metrics_path(arch, name, folder).read_text())
+            dataset = lm.load_dataset(name, **lm.sink_spec(lm.SETUPS[setup], arch)["data"])
+            stored = torch.load(lm.checkpoint_path(arch, name, folder, setup), weights_only=True)
+            old = json.loads(lm.metrics_path(arch, name, folder, setup).read_text())
             for key, entry in stored.items():
                 fresh = lm.measure(lm.load_model(entry["config"], entry["state"]), dataset)
                 for kept in ("train_seconds", "steps"):
                     fresh[kept] = old["runs"][key][kept]
                 old["runs"][key] = fresh
-            lm.metrics_path(arch, name, folder).write_text(json.dumps(old, indent=1) + "\n")
+            lm.metrics_path(arch, name, folder, setup).write_text(json.dumps(old, indent=1) + "\n")
             print(f"remeasured {len(stored)} runs of {arch}/{name}")
 
 
@@ -42,17 +48,36 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--archs", nargs="+", default=list(lm.ARCHS), choices=lm.ARCHS)
     parser.add_argument("--datasets", nargs="+", default=list(lm.DATASETS), choices=lm.DATASETS)
-    parser.add_argument("--variants", nargs="+", default=list(lm.VARIANTS), choices=lm.VARIANTS)
+    parser.add_argument("--variants", nargs="+", default=None, choices=lm.VARIANTS,
+                        help="default: all four (with --sink: the baseline only)")
     parser.add_argument("--seeds", nargs="+", type=int, default=list(lm.SEEDS))
     parser.add_argument("--steps", type=int, default=lm.STEPS)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", type=Path, default=lm.DATA)
+    parser.add_argument("--setup", default="course", choices=list(lm.SETUPS),
+                        help="the course's model and data, or the set-up with a strong sink")
     parser.add_argument("--remeasure", action="store_true")
     parser.add_argument("--ablations", nargs="*", choices=list(lm.ABLATIONS), default=None,
                         help="train the one-seed ablations (all when none named) instead")
+    parser.add_argument("--sink", nargs="+", default=None, metavar="FACTORS",
+                        help="sink-search runs: comma-separated factor sets, '-' for none")
+    parser.add_argument("--sink-arch", default="paper", choices=lm.ARCHS)
     args = parser.parse_args(argv)
+    if args.variants is None:
+        args.variants = ["none"] if args.sink is not None else list(lm.VARIANTS)
+    if args.sink is not None:
+        start = time.perf_counter()
+        for item in args.sink:
+            factors = [] if item == "-" else [f.strip() for f in item.split(",")]
+            unknown = set(factors) - set(lm.SINK_FACTORS)
+            if unknown:
+                parser.error(f"unknown factors {sorted(unknown)}; known: {list(lm.SINK_FACTORS)}")
+            lm.train_sink_search(factors, gates=args.variants, seeds=args.seeds, arch=args.sink_arch,
+                                 threads=args.threads, folder=args.out)
+        print(f"trained the sink-search runs in {time.perf_counter() - start:.0f} s")
+        return 0
     if args.remeasure:
-        remeasure(args.archs, args.datasets, args.out)
+        remeasure(args.archs, args.datasets, args.out, args.setup)
         return 0
     start = time.perf_counter()
     if args.ablations is not None:
@@ -64,7 +89,7 @@ def main(argv=None) -> int:
         print(f"trained the ablations in {time.perf_counter() - start:.0f} s")
         return 0
     lm.train_all(args.archs, args.datasets, args.variants, args.seeds, steps=args.steps,
-                 threads=args.threads, folder=args.out)
+                 threads=args.threads, folder=args.out, setup=args.setup)
     print(f"trained {args.archs} x {args.datasets} in {time.perf_counter() - start:.0f} s "
           f"with {args.threads} thread(s)")
     return 0

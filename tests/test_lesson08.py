@@ -125,9 +125,10 @@ def test_gate_bias_is_a_switch_and_architectures_differ_where_stated():
 
 def _fake_runs():
     runs = {}
-    for arch, dataset, gate, seed in itertools.product(lm.ARCHS, lm.DATASETS, lm.VARIANTS, lm.SEEDS):
-        share = 0.5 if gate == "none" else 0.05
-        runs[lm.run_key(arch, dataset, gate, seed)] = {
+    for setup, arch, dataset, gate, seed in itertools.product(
+            lm.SETUPS, lm.ARCHS, lm.DATASETS, lm.VARIANTS, lm.SEEDS):
+        share = (0.5 if gate == "none" else 0.05) + (0.2 if setup == "sink" else 0.0)
+        runs[lm.run_key(arch, dataset, gate, seed, setup)] = {
             "first_token_share_per_layer": [share + 0.1 * seed, share],
             "first_token_share_per_head": [[share] * 4, [share] * 4],
             "gate_histogram": [1.0] * lm.GATE_BINS, "gate_mean": 0.1}
@@ -143,13 +144,23 @@ def test_first_token_share_per_layer_averages_seeds():
 
 def test_sink_explorer_redraws():
     box = widgets08.sink_explorer(_fake_runs())
-    before = box.children[1].value
-    box.children[0].children[1].value = "text"
-    assert box.children[1].value != before
+    which, arch, seed = box.children[0].children
+    for control, value in ((which, ("course", "text")), (arch, "gpt2"), (seed, "1")):
+        before = box.children[1].value
+        control.value = value
+        assert box.children[1].value != before
+
+
+def test_sink_explorer_caption_explains_what_a_self_learner_sees():
+    caption = widgets08.sink_explorer(_fake_runs()).children[2].value
+    for words in ("BOS", "G1 elementwise", "G1 headwise", "static scalar", "Bigram-Backcopy",
+                  "trigger", "Try"):
+        assert words in caption, words
+    assert caption.count(".") >= 5  # sentences, not a label
 
 
 def test_shipped_metrics_are_complete():
-    runs = lm.load_metrics()
+    runs = lm.load_metrics(setups=("course",))
     assert len(runs) == len(lm.ARCHS) * len(lm.DATASETS) * len(lm.VARIANTS) * len(lm.SEEDS)
     for arch in lm.ARCHS:
         model = lm.load_checkpoint("bb", "elementwise", 0, arch=arch)

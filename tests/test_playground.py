@@ -45,10 +45,6 @@ def test_every_widget_on_the_page_has_a_title_written_for_it():
         assert len(entry.title.split()) >= 8, f"{entry.target}: title too short: {entry.title!r}"
 
 
-# lesson 08's caption is rewritten on another branch; its title is in the registry here
-CAPTIONS_OWNED_ELSEWHERE = {"lesson08"}
-
-
 def test_titles_captions_and_control_labels_go_through_the_translation(monkeypatch):
     """With `_` replaced by a marker, every title and caption on the page comes out marked."""
     import importlib
@@ -60,8 +56,6 @@ def test_titles_captions_and_control_labels_go_through_the_translation(monkeypat
     for entry in playground.entries():
         module = importlib.import_module(f"course.widgets.{entry.target.split(':')[0]}")
         assert "«" in playground.header(entry).value, entry.target
-        if entry.target.split(":")[0] in CAPTIONS_OWNED_ELSEWHERE:
-            continue
         monkeypatch.setattr(module, "_", marked)
         box = entry.build()
         caption = box.children[-1].value

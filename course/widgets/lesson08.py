@@ -9,100 +9,119 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
 
-from course.lm_training import GATE_BINS, SEEDS, VARIANTS, run_key
+from course.i18n import N_, _
+from course.lm_training import GATE_BINS, SEEDS, UNIFORM_SHARE, VARIANTS, run_key
 from course.widgets.base import live_figure
 
-LABELS = {"none": "baseline", "elementwise": "G1 elementwise", "headwise": "G1 headwise",
-          "static": "static scalar"}
+LABELS = {"none": N_("baseline"), "elementwise": N_("G1 elementwise"),
+          "headwise": N_("G1 headwise"), "static": N_("static scalar")}
 COLOURS = {"none": "tab:red", "elementwise": "tab:blue", "headwise": "tab:cyan",
            "static": "tab:orange"}
-
-
-ARCH_NAMES = {"paper": "paper-like (RMSNorm, RoPE)", "gpt2": "GPT-2-style (LayerNorm, learned positions)"}
+ARCH_NAMES = {"paper": N_("paper-like (RMSNorm, RoPE)"),
+              "gpt2": N_("GPT-2-style (LayerNorm, learned positions)")}
+# the widget's choice of runs: (set-up, dataset) -> what the title calls them
+RUNS = {("sink", "bb"): N_("Bigram-Backcopy, trigger token (strong-sink set-up)"),
+        ("course", "bb"): N_("Bigram-Backcopy, triggers f/p/w (the course's set-up)"),
+        ("course", "text"): N_("docstring text (the course's set-up)")}
+CAPTION = N_(
+    "Each bar is the share of attention that the tokens of a tiny 2-layer language model give to "
+    "position 0, the BOS (beginning-of-sequence) token that starts every input; a head with "
+    "nothing to do often parks its attention there (an attention sink). Uniform attention would "
+    "give BOS 0.06. Red is the model without a gate. G1 elementwise and G1 headwise are the "
+    "gated-attention paper's gate, sigmoid(x W), computed from each token after attention and "
+    "before the output projection, one gate per channel or one per head; the static scalar is "
+    "one fixed number per head (which a model can fold into its weights). Bigram-Backcopy is a "
+    "toy language: letters follow each other by English letter-pair frequencies, and after a "
+    "trigger the next letter copies the one before the trigger, the only place where attention "
+    "is needed. Try both set-ups of runs: find the one where the red bars are tall, then see "
+    "whether the blue and cyan bars fall far below them, in each layer and for every seed.")
 
 
 def first_token_share_per_layer(runs: dict, dataset: str, seed: int | str = "mean",
-                                arch: str = "paper") -> dict:
+                                arch: str = "paper", setup: str = "course") -> dict:
     """{variant: [share of layer 0, layer 1, ...]} for one seed, or the mean over the seeds."""
     seeds = SEEDS if seed == "mean" else (int(seed),)
     shares = {}
     for gate in VARIANTS:
-        per_seed = np.array([runs[run_key(arch, dataset, gate, s)]["first_token_share_per_layer"]
-                             for s in seeds if run_key(arch, dataset, gate, s) in runs])
+        keys = [run_key(arch, dataset, gate, s, setup) for s in seeds]
+        per_seed = np.array([runs[k]["first_token_share_per_layer"] for k in keys if k in runs])
         shares[gate] = per_seed.mean(axis=0).tolist()
     return shares
 
 
 def draw_first_token_share(fig, runs: dict, dataset: str = "bb", seed="mean",
-                           arch: str = "paper") -> None:
-    shares = first_token_share_per_layer(runs, dataset, seed, arch)
+                           arch: str = "paper", setup: str = "course") -> None:
+    shares = first_token_share_per_layer(runs, dataset, seed, arch, setup)
     ax = fig.add_subplot()
     n_layers = len(shares["none"])
     width = 0.8 / len(VARIANTS)
     for i, gate in enumerate(VARIANTS):
         xs = np.arange(n_layers) + (i - (len(VARIANTS) - 1) / 2) * width
-        ax.bar(xs, shares[gate], width, label=LABELS[gate], color=COLOURS[gate])
-    ax.set_xticks(range(n_layers), [f"layer {layer}" for layer in range(n_layers)])
+        ax.bar(xs, shares[gate], width, label=_(LABELS[gate]), color=COLOURS[gate])
+    ax.axhline(UNIFORM_SHARE, color="grey", linestyle=":", linewidth=1)
+    ax.set_xticks(range(n_layers), [_("layer {layer}").format(layer=layer) for layer in range(n_layers)])
     ax.set_ylim(0, 1)
-    ax.set_ylabel("attention on position 0 (BOS)")
-    name = "Bigram-Backcopy" if dataset == "bb" else "docstring text"
-    ax.set_title(f"{ARCH_NAMES[arch]}, {name}, "
-                 f"{'mean over seeds' if seed == 'mean' else f'seed {seed}'}", fontsize=10)
+    ax.set_ylabel(_("attention on position 0 (BOS)"))
+    which = _("mean over seeds") if seed == "mean" else _("seed {seed}").format(seed=seed)
+    ax.set_title(f"{_(ARCH_NAMES[arch])}\n{_(RUNS[setup, dataset])}, {which}", fontsize=9)
     ax.legend(fontsize=8, loc="upper right")
 
 
 def sink_explorer(runs: dict) -> widgets.VBox:
-    """Pick an architecture, a dataset and a seed; bars show each layer's first-token share for
-    every variant."""
+    """Pick the runs (a set-up and a dataset), a build and a seed; bars show each layer's
+    first-token share for every variant."""
     controls = {
-        "arch": widgets.ToggleButtons(options=[("paper-like", "paper"), ("GPT-2-style", "gpt2")],
-                                      value="paper", description="model"),
-        "dataset": widgets.ToggleButtons(options=[("Bigram-Backcopy", "bb"), ("text", "text")],
-                                         value="bb", description="data"),
-        "seed": widgets.Dropdown(options=["mean"] + [str(s) for s in SEEDS], value="mean",
-                                 description="seed"),
+        "which": widgets.Dropdown(options=[(_(name), key) for key, name in RUNS.items()],
+                                  value=("sink", "bb"), description=_("runs")),
+        "arch": widgets.ToggleButtons(options=[(_("paper-like"), "paper"), (_("GPT-2-style"), "gpt2")],
+                                      value="paper", description=_("model")),
+        "seed": widgets.Dropdown(options=[(_("mean"), "mean")] + [(str(s), str(s)) for s in SEEDS],
+                                 value="mean", description=_("seed")),
     }
 
-    def draw(fig, arch, dataset, seed):
-        draw_first_token_share(fig, runs, dataset, seed, arch)
+    def draw(fig, which, arch, seed):
+        setup, dataset = which
+        draw_first_token_share(fig, runs, dataset, seed, arch, setup)
 
-    return live_figure(draw, controls, "red: no gate; compare it with the gated variants layer "
-                       "by layer, on text and on Bigram-Backcopy", figsize=(7.0, 3.4))
+    return live_figure(draw, controls, _(CAPTION), figsize=(7.0, 3.6))
 
 
-def per_head_heatmaps(runs: dict, dataset: str, seed: int, arch: str = "paper"):
+def per_head_heatmaps(runs: dict, dataset: str, seed: int, arch: str = "paper",
+                      setup: str = "course"):
     """One heatmap per variant: first-token share of each (layer, head)."""
     fig, axes = plt.subplots(1, len(VARIANTS), figsize=(12, 2.6), layout="constrained")
     for ax, gate in zip(axes, VARIANTS):
-        values = np.array(runs[run_key(arch, dataset, gate, seed)]["first_token_share_per_head"])
+        values = np.array(runs[run_key(arch, dataset, gate, seed, setup)]["first_token_share_per_head"])
         image = ax.imshow(values, vmin=0, vmax=1, cmap="Reds")
         for (layer, head), v in np.ndenumerate(values):
             ax.text(head, layer, f"{v:.2f}", ha="center", va="center", fontsize=8,
                     color="white" if v > 0.6 else "black")
-        ax.set_title(LABELS[gate], fontsize=10)
-        ax.set_xlabel("head")
-        ax.set_ylabel("layer")
+        ax.set_title(_(LABELS[gate]), fontsize=10)
+        ax.set_xlabel(_("head"))
+        ax.set_ylabel(_("layer"))
         ax.set_xticks(range(values.shape[1]))
         ax.set_yticks(range(values.shape[0]))
-    fig.colorbar(image, ax=axes[-1], shrink=0.8, label="share on BOS")
+    fig.colorbar(image, ax=axes[-1], shrink=0.8, label=_("share on BOS"))
     plt.close(fig)  # shown once, as the cell's value, not again by pyplot
     return fig
 
 
-def gate_histograms(runs: dict, dataset: str, seed: int, arch: str = "paper"):
+def gate_histograms(runs: dict, dataset: str, seed: int, arch: str = "paper",
+                    setup: str = "course"):
     """Histogram of all gate scores of each gated variant (counts shipped in the metrics)."""
     gated = [g for g in VARIANTS if g != "none"]
     fig, axes = plt.subplots(1, len(gated), figsize=(11, 2.6), layout="constrained")
     edges = np.linspace(0, 1, GATE_BINS + 1)
     for ax, gate in zip(axes, gated):
-        m = runs[run_key(arch, dataset, gate, seed)]
+        m = runs[run_key(arch, dataset, gate, seed, setup)]
         counts = np.array(m["gate_histogram"])
         ax.bar(edges[:-1], counts / counts.sum(), width=1 / GATE_BINS, align="edge",
                color=COLOURS[gate])
-        ax.set_title(f"{LABELS[gate]}: mean {m['gate_mean']:.2f}", fontsize=10)
-        ax.set_xlabel("gate score")
+        ax.set_title(_("{variant}: mean {mean:.2f}").format(variant=_(LABELS[gate]), mean=m["gate_mean"]),
+                     fontsize=10)
+        ax.set_xlabel(_("gate score"))
         ax.set_xlim(0, 1)
-    axes[0].set_ylabel("fraction of scores")
+    axes[0].set_ylabel(_("fraction of scores"))
     plt.close(fig)
     return fig
 
@@ -113,9 +132,9 @@ def attention_maps(weights_by_variant: dict, title: str):
                              layout="constrained")
     for ax, (gate, weights) in zip(np.atleast_1d(axes), weights_by_variant.items()):
         ax.imshow(np.asarray(weights), vmin=0, vmax=1, cmap="viridis")
-        ax.set_title(LABELS.get(gate, gate), fontsize=10)
-        ax.set_xlabel("key (0 = BOS)")
-        ax.set_ylabel("query")
+        ax.set_title(_(LABELS.get(gate, gate)), fontsize=10)
+        ax.set_xlabel(_("key (0 = BOS)"))
+        ax.set_ylabel(_("query"))
     fig.suptitle(title)
     plt.close(fig)
     return fig

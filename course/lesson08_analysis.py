@@ -1,0 +1,328 @@
+"""Lesson 08's analysis of the shipped runs: seed counting, the verdict rules and the tables the
+lesson prints.
+
+Every function reads the shipped metrics (dicts by run key, see course.lm_training): a run key
+is "<prefix>/<dataset>/<gate>/seed<n>", where the prefix is an architecture ("paper", "gpt2"),
+a set-up and an architecture ("sink/paper") or an ablation's name. Functions return numbers or
+the text a cell prints, so that tests can reach every rule the lesson applies.
+"""
+from __future__ import annotations
+
+import torch
+
+from course.i18n import N_, _
+from course.lm_training import VARIANTS
+
+# the verdict of "gate scores are sparse": a mean gate score below this (the paper: about 0.12)
+SPARSE_MEAN = 0.2
+MIN_SEEDS = 3  # a verdict on a comparison needs this many seeds of each side
+
+
+# ------------------------------------------------------------------------------ seeds
+def runs_of(runs: dict, prefix: str, dataset: str, gate: str) -> list[dict]:
+    """The metrics of every seed of one variant, in key order."""
+    return [m for k, m in runs.items() if k.startswith(f"{prefix}/{dataset}/{gate}/seed")]
+
+
+def n_seeds(runs: dict, prefix: str, dataset: str, gate: str) -> int:
+    return len(runs_of(runs, prefix, dataset, gate))
+
+
+def seeds_listed(runs: dict, prefix: str, dataset: str, gate: str) -> str:
+    """'0, 1, 2': the seeds shipped for one variant."""
+    keys = [k for k in runs if k.startswith(f"{prefix}/{dataset}/{gate}/seed")]
+    return ", ".join(k.rsplit("seed", 1)[1] for k in keys)
+
+
+def values(runs: dict, prefix: str, dataset: str, gate: str, key: str, layer: int | None = None):
+    """One measurement of every seed (per layer with `layer`), left out where it was not
+    measured. key "massive_ratio": the largest max/median ratio over the layers."""
+    if key == "massive_ratio":
+        return massive_ratios(runs, prefix, dataset, gate)
+    found = runs_of(runs, prefix, dataset, gate)
+    if layer is None:
+        return [m[key] for m in found if m.get(key) is not None]
+    return [m[f"{key}_per_layer"][layer] for m in found if m.get(f"{key}_per_layer")]
+
+
+def mean(xs) -> float | None:
+    xs = list(xs)
+    return sum(xs) / len(xs) if xs else None
+
+
+# ---------------------------------------------------------------------------- verdicts
+def verdict_lower(runs: dict, prefix: str, dataset: str, key: str,
+                  gated: str = "elementwise", base: str = "none") -> str:
+    """The lesson's rule for "the gate lowers `key`": yes only when every gated seed is below
+    every baseline seed (then by how much, on the means); "no (within seed noise)" when only the
+    means are in that direction; with fewer than MIN_SEEDS seeds of either, direction only."""
+    lo, hi = values(runs, prefix, dataset, gated, key), values(runs, prefix, dataset, base, key)
+    if not lo or not hi:
+        return _("not measured")
+    if min(len(lo), len(hi)) < MIN_SEEDS:
+        direction = _("lower") if mean(lo) < mean(hi) else _("not lower")
+        return _("direction only: {direction} (< {n} seeds)").format(direction=direction, n=MIN_SEEDS)
+    if max(lo) < min(hi):
+        if key == "val_loss":
+            return _("yes, {delta:+.3f}").format(delta=mean(lo) - mean(hi))
+        return _("yes, {ratio:.1f}x lower").format(ratio=mean(hi) / mean(lo))
+    return _("no (within seed noise)") if mean(lo) < mean(hi) else _("no")
+
+
+def sparse(runs: dict, prefix: str, dataset: str, gated: str = "elementwise") -> str:
+    """'mean 0.07, 91% < 0.1': the gate scores of one variant, means over the seeds."""
+    return _("mean {mean:.2f}, {below:.0%} < 0.1").format(
+        mean=mean(values(runs, prefix, dataset, gated, "gate_mean")),
+        below=mean(values(runs, prefix, dataset, gated, "gate_below_0.1")))
+
+
+def sparse_verdict(runs: dict, prefix: str, dataset: str, gated: str = "elementwise") -> str:
+    return _("yes") if mean(values(runs, prefix, dataset, gated, "gate_mean")) < SPARSE_MEAN else _("no")
+
+
+def pair(runs: dict, prefix: str, dataset: str, key: str, fmt: str,
+         gated: str = "elementwise", base: str = "none") -> str:
+    """'0.211 -> 0.115': the means over the seeds, baseline then gated."""
+    before, after = (mean(values(runs, prefix, dataset, g, key)) for g in (base, gated))
+    return f"{before:{fmt}} -> {after:{fmt}}"
+
+
+# ------------------------------------------------------------------------------ tables
+def _spread(xs, fmt: str = ".2f") -> str:
+    return f"{mean(xs):{fmt}} [{min(xs):{fmt}}, {max(xs):{fmt}}]" if xs else "-"
+
+
+def _cell(x, width: int, fmt: str) -> str:
+    return "-".rjust(width) if x is None else f"{x:>{width}{fmt}}"
+
+
+def side_by_side(runs: dict, prefixes: dict, dataset: str) -> str:
+    """One row per variant, one block per prefix ({prefix: its name}): the first-token share
+    (mean over seeds), per layer, and the validation loss."""
+    blocks = list(prefixes)
+    lines = [f"{_('variant'):>12} | " + " | ".join(f"{prefixes[p]:^38}" for p in blocks),
+             f"{'':>12} | " + " | ".join(f"{_('share on BOS'):>12} {_('layer 0, 1'):>12} "
+                                         f"{_('val loss'):>11}" for _block in blocks)]
+    for gate in VARIANTS:
+        cells = []
+        for prefix in blocks:
+            layers = ", ".join(f"{mean(values(runs, prefix, dataset, gate, 'first_token_share', i)):.2f}"
+                               for i in range(2))
+            cells.append(f"{mean(values(runs, prefix, dataset, gate, 'first_token_share')):>12.3f} "
+                         f"{layers:>12} {mean(values(runs, prefix, dataset, gate, 'val_loss')):>11.3f}")
+        lines.append(f"{gate:>12} | " + " | ".join(cells))
+    return "\n".join(lines)
+
+
+def results_table(runs: dict, prefix: str, dataset: str) -> str:
+    """Everything measured for one prefix and dataset: means over the seeds, [min, max] of the
+    first-token share, n the number of seeds."""
+    lines = [f"{_('variant'):>12} | {_('first-token share'):>17} | {_('gate mean'):>9} | "
+             f"{_('gates < 0.1'):>11} | {_('gate @ trigger'):>14} | {_('gate elsewhere'):>14} | "
+             f"{_('max/median'):>10} | {_('val loss'):>8} | {_('copy acc'):>8} | n"]
+    for gate in VARIANTS:
+        def m(key, width, fmt):
+            return _cell(mean(values(runs, prefix, dataset, gate, key)), width, fmt)
+        lines.append(
+            f"{gate:>12} | {_spread(values(runs, prefix, dataset, gate, 'first_token_share')):>17} | "
+            f"{m('gate_mean', 9, '.3f')} | {m('gate_below_0.1', 11, '.2f')} | "
+            f"{m('gate_at_trigger', 14, '.3f')} | {m('gate_elsewhere', 14, '.3f')} | "
+            f"{_cell(mean(massive_ratios(runs, prefix, dataset, gate)), 10, '.0f')} | "
+            f"{m('val_loss', 8, '.3f')} | {m('copy_accuracy', 8, '.3f')} | "
+            f"{n_seeds(runs, prefix, dataset, gate)}")
+    return "\n".join(lines)
+
+
+def min_copy_accuracy(runs: dict, prefixes, dataset: str = "bb") -> tuple[float, str]:
+    """The lowest copy accuracy of any seed of any variant, and its run key."""
+    found = [(m["copy_accuracy"], k) for k, m in runs.items()
+             if k.split("/")[-3] == dataset and k.rsplit("/", 3)[0] in prefixes
+             and m.get("copy_accuracy") is not None]
+    return min(found)
+
+
+def gate_at_triggers(runs: dict, prefix: str, gates=("elementwise", "headwise", "static")) -> str:
+    """Per gated variant and layer: the mean gate score at the triggers and elsewhere, and how many
+    times more open it is at the triggers (Bigram-Backcopy, means over the seeds)."""
+    lines = []
+    for gate in gates:
+        at = [mean(values(runs, prefix, "bb", gate, "gate_at_trigger", i)) for i in range(2)]
+        off = [mean(values(runs, prefix, "bb", gate, "gate_elsewhere", i)) for i in range(2)]
+        lines.append(f"{prefix:>10} {gate:>12}: " + "  ".join(
+            _("layer {layer}: {at:.3f} at triggers vs {off:.3f} elsewhere ({ratio:4.1f}x)").format(
+                layer=i, at=at[i], off=off[i], ratio=at[i] / off[i]) for i in range(2)))
+    return "\n".join(lines)
+
+
+def ablation_table(sources: dict, dataset: str, gates=("none", "elementwise")) -> str:
+    """sources: {row name: (runs, prefix)}. Per row: the baseline's first-token share (all
+    layers, layer 0) and loss, and G1 elementwise's share and loss, means over the seeds (n)."""
+    lines = [f"{_('mean over the seeds (n)'):44} | {_('share on BOS'):>12} {_('layer 0'):>7} "
+             f"{_('val loss'):>8} {'n':>2} | {_('G1 elem.: share'):>15} {_('val loss'):>8} {'n':>2}"]
+    for name, (source, prefix) in sources.items():
+        if not any(n_seeds(source, prefix, dataset, g) for g in gates):
+            continue
+        base, gated = gates
+        cells = [_cell(mean(values(source, prefix, dataset, base, "first_token_share")), 12, ".3f"),
+                 _cell(mean(values(source, prefix, dataset, base, "first_token_share", 0)), 7, ".3f"),
+                 _cell(mean(values(source, prefix, dataset, base, "val_loss")), 8, ".3f"),
+                 f"{n_seeds(source, prefix, dataset, base):>2}"]
+        gated_cells = [_cell(mean(values(source, prefix, dataset, gated, "first_token_share")), 15, ".3f"),
+                       _cell(mean(values(source, prefix, dataset, gated, "val_loss")), 8, ".3f"),
+                       f"{n_seeds(source, prefix, dataset, gated):>2}"]
+        lines.append(f"{name:44} | {' '.join(cells)} | {' '.join(gated_cells)}")
+    return "\n".join(lines)
+
+
+# -------------------------------------------------------------------- massive activations
+def massive_ratios(runs: dict, prefix: str, dataset: str, gate: str) -> list[float]:
+    """Per seed: the largest ratio max|h| / median|h| over the layers (Sun et al. 2024)."""
+    return [max(layer["ratio"] for layer in m["massive_activations_per_layer"])
+            for m in runs_of(runs, prefix, dataset, gate) if m.get("massive_activations_per_layer")]
+
+
+def massive_table(runs: dict, prefix: str, dataset: str) -> str:
+    """Per variant and layer: the top activation |h|, the median |h|, their ratio and how many of
+    the seeds have their top activation at BOS; means over the seeds."""
+    lines = [f"{_('variant'):>12} | " + " | ".join(
+        _("layer {layer}: top |h|, median, ratio, at BOS").format(layer=i).rjust(38) for i in range(2))]
+    for gate in VARIANTS:
+        found = [m["massive_activations_per_layer"] for m in runs_of(runs, prefix, dataset, gate)
+                 if m.get("massive_activations_per_layer")]
+        if not found:
+            continue
+        cells = []
+        for i in range(2):
+            layer = [f[i] for f in found]
+            at_bos = sum(x["position"] == 0 for x in layer)
+            cells.append(f"{mean(x['top'][0] for x in layer):>14.0f} {mean(x['median'] for x in layer):>8.2f} "
+                         f"{mean(x['ratio'] for x in layer):>6.0f}x {at_bos:>3}/{len(layer)}")
+        lines.append(f"{gate:>12} | " + " | ".join(cells))
+    return "\n".join(lines)
+
+
+def massive_extremes(runs: dict) -> dict:
+    """Over every layer of every run: the smallest and the largest ratio max|h| / median|h|
+    (each with its run key), and in how many of those layers the largest activation is at BOS."""
+    layers = [(layer["ratio"], key, layer["position"] == 0) for key, m in runs.items()
+              for layer in m.get("massive_activations_per_layer") or []]
+    return {"lowest": min(layers)[:2], "highest": max(layers)[:2],
+            "at_bos": sum(at_bos for *_, at_bos in layers), "layers": len(layers)}
+
+
+# -------------------------------------------------------------------- the sink search
+def search_with_setups(search: dict, runs: dict, setups: dict, seeds=(0, 1, 2)) -> dict:
+    """The sink search with the baselines of the main comparison's set-ups (setups: {name: its
+    factors}) as its first rows: the same training as a search run with those factors, so the
+    course's set-up and the strong-sink set-up show all their seeds."""
+    from course.lm_training import run_key, sink_search_key
+
+    merged = {}
+    for setup, factors in setups.items():
+        for seed in seeds:
+            key = run_key("paper", "bb", "none", seed, setup)
+            if key in runs:
+                merged[sink_search_key(factors, "none", seed)] = runs[key]
+    return {**merged, **{k: m for k, m in search.items() if k not in merged}}
+
+
+def search_rows(search: dict, factors: dict) -> list[dict]:
+    """The sink search's baselines, one row per set of factors: the factors turned on, the
+    first-token share of every seed and of layer 0, the loss. In the order first trained."""
+    rows = {}
+    for key, m in search.items():
+        name, dataset, gate, _seed = key.rsplit("/", 3)
+        if gate != "none":
+            continue
+        row = rows.setdefault(name, {"name": name, "on": [f for f in factors if f in name.split(": ", 1)[1].split(" + ")],
+                                     "shares": [], "layer0": [], "loss": []})
+        row["shares"].append(m["first_token_share"])
+        row["layer0"].append(m["first_token_share_per_layer"][0])
+        row["loss"].append(m["val_loss"])
+    return list(rows.values())
+
+
+def search_table(search: dict, factors: dict) -> str:
+    """The sink search as a table: an x per factor the run turned on (the prototype's choice),
+    then the baseline's first-token share (mean [min, max] over n seeds) and its layer 0."""
+    short = {f: str(i + 1) for i, f in enumerate(factors)}
+    legend = "  ".join(f"{short[f]} = {f}" for f in factors)
+    lines = [legend, f"{' '.join(short.values())} | {_('share on BOS'):>19} | {_('layer 0'):>7} | n"]
+    for row in search_rows(search, factors):
+        marks = " ".join("x" if f in row["on"] else "." for f in factors)
+        lines.append(f"{marks} | {_spread(row['shares'], '.3f'):>19} | {mean(row['layer0']):>7.3f} | "
+                     f"{len(row['shares'])}")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------ a trained layer in the student's module
+@torch.no_grad()
+def trained_layer(model, tokens: torch.Tensor, cls, layer: int = 0):
+    """Layer `layer` of a trained paper-like model as the exercise class `cls`
+    (course.lm_training.as_exercise_attention), its input x (B, L, d_model) and the LM's own
+    output of that layer, minus linear_o's bias if it has one (the exercise's W_O has none)."""
+    from course.lm_training import as_exercise_attention
+
+    attn = model.blocks[layer].attn
+    h = model.embed(tokens)
+    for block in model.blocks[:layer]:
+        h = block(h)[0]
+    x = model.blocks[layer].norm_attn(h)
+    reference = attn(x)[0]
+    if attn.linear_o.bias is not None:
+        reference = reference - attn.linear_o.bias
+    return as_exercise_attention(attn, cls), x, reference
+
+
+@torch.no_grad()
+def value_at_bos(model, tokens: torch.Tensor, layer: int = 0) -> list[float]:
+    """Per head of `layer` of a paper-like model: the mean size |v| of BOS's value vector over
+    that of the other tokens (1: as large as theirs). tokens: (B, L), BOS at position 0."""
+    h = model.embed(tokens)
+    for block in model.blocks[:layer]:
+        h = block(h)[0]
+    attn = model.blocks[layer].attn
+    v = attn.linear_v(model.blocks[layer].norm_attn(h)).unflatten(-1, (attn.n_heads, -1))
+    size = v.norm(dim=-1)  # (B, L, n_heads)
+    return (size[:, 0].mean(0) / size[:, 1:].mean((0, 1))).tolist()
+
+
+# --------------------------------------------------------------- side by side with the paper
+# (claim, the paper's figure, the key measured, its format)
+PAPER_CLAIMS = (
+    (N_("first-token attention"), N_("46.7% -> 4.8% (~10x)"), "first_token_share", ".3f"),
+    (N_("massive activations"), N_("mitigated"), "massive_ratio", ".0f"),
+    (N_("loss"), N_("PPL 6.026 -> 5.761"), "val_loss", ".3f"),
+)
+PAPER_SPARSITY = N_("mean ~0.12; released 1B: 0.10, 70% < 0.1")
+
+
+def paper_rows(runs: dict, cases) -> list[tuple[str, str, str, str, str]]:
+    """cases: (label, paper-like prefix, GPT-2-style prefix, dataset). One row per claim and
+    case: (claim, the paper's figure, ours in the paper-like build, its verdict, the GPT-2-style
+    build's figure and verdict); then gate sparsity, then the two claims that are algebra."""
+    rows = []
+    for claim, paper, key, fmt in PAPER_CLAIMS:
+        for i, (label, ours, gpt2, dataset) in enumerate(cases):
+            rows.append((_(claim) if i == 0 else "", _(paper) if i == 0 else "",
+                         f"{label} {pair(runs, ours, dataset, key, fmt)}",
+                         verdict_lower(runs, ours, dataset, key),
+                         f"{pair(runs, gpt2, dataset, key, fmt)}: {verdict_lower(runs, gpt2, dataset, key)}"))
+    for i, (label, ours, gpt2, dataset) in enumerate(cases):
+        rows.append((_("gate scores sparse") if i == 0 else "", _(PAPER_SPARSITY) if i == 0 else "",
+                     f"{label} {sparse(runs, ours, dataset)}", sparse_verdict(runs, ours, dataset),
+                     f"{sparse(runs, gpt2, dataset)}: {sparse_verdict(runs, gpt2, dataset)}"))
+    rows += [(_("static scalar folds"), _("(not a paper variant)"), _("folds into W_O exactly (above)"),
+              _("yes (algebra)"), _("same")),
+             (_("non-linearity"), _("gate breaks the W_V W_O linear map"),
+              _("fold residual 0 vs > 0 (above)"), _("yes (algebra)"), _("same"))]
+    return rows
+
+
+def paper_comparison(runs: dict, cases) -> str:
+    """paper_rows as the table the lesson prints."""
+    lines = [f"{_('claim'):22} | {_('paper'):40} | {_('paper-like build'):31} | "
+             f"{_('reproduces?'):24} | {_('GPT-2-style build')}"]
+    for claim, paper, ours, verdict, gpt2 in paper_rows(runs, cases):
+        lines.append(f"{claim:22} | {paper:40} | {ours:31} | {verdict:24} | {gpt2}")
+    return "\n".join(lines)
