@@ -187,3 +187,20 @@ def test_a_kernel_started_in_notebooks_zh_speaks_chinese():
     en = subprocess.run([sys.executable, "-c", code_en], cwd=ROOT / "notebooks", env=env,
                         capture_output=True, text=True, timeout=120)
     assert en.stdout.split() == [ENGLISH], en.stderr
+
+
+def test_make_check_shows_the_whole_message_of_a_blocked_row_also_wrong_on_its_own(chinese):
+    from course.progress import Row, table
+
+    reason = _("by {roots}; {alone}").format(roots="01.scaled_scores",
+                                             alone=_("also wrong on its own"))
+    assert reason == "被 01.scaled_scores 阻塞；单独看也不对"
+    rows = [Row("02", "02.attention_forward", "attention.py: scaled_dot_product_attention",
+                "BLOCKED", reason, "BLOCKED 02.attention_forward by 01.scaled_scores:\n  ..."),
+            Row("02", "02.single_head", "attention.py: SingleHeadAttention", "BLOCKED",
+                _("by {roots}; {alone}").format(roots="01.scaled_scores",
+                                                alone=_("right on its own")),
+                "BLOCKED 02.single_head by 01.scaled_scores:\n  ...")]
+    text = table(rows)
+    assert "BLOCKED 02.attention_forward by 01.scaled_scores:" in text
+    assert "BLOCKED 02.single_head by" not in text
