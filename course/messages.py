@@ -13,7 +13,8 @@ the .po so that moving code does not touch it.
 The checks' lesson modules (course/checks/lessonNN.py) write their hints as plain strings (a
 case's `hint=`, tag hints, error hints), which the engine translates with `_()` when it builds a
 message: `course.checks.registry.learner_texts()` lists them, and they join the catalog with the
-location `course/checks/lesson*.py` (read in a fresh process for a scratch copy of the code).
+location `course/checks/lesson*.py` (read in a fresh process for a copy of the code whose checks
+differ from these). Babel misses a `_("...")` inside an f-string; `in_f_strings` finds it.
 
 Messages used only in PENDING sources stay out of the catalog (and out of the check) until their
 part of issue 24 translates them: `python -m course.messages` says how many are waiting. Only
@@ -108,14 +109,17 @@ def in_f_strings(source: str) -> list[str]:
 
 
 def lesson_hints(root: Path = ROOT) -> list[str]:
-    """The hints the checks' lesson modules write as plain strings, of the code under `root`."""
-    if root.resolve() == ROOT.resolve():
+    """The hints the checks' lesson modules write as plain strings, of the code under `root`
+    (read here when its course/checks/ is this one's, else in a fresh process)."""
+    def files(base: Path) -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in sorted((base / "course" / "checks").glob("*.py"))}
+
+    mine = files(root)
+    if root.resolve() == ROOT.resolve() or mine == files(ROOT):
         from course.checks.registry import learner_texts
 
         return learner_texts()
-    checks = sorted((root / "course" / "checks").glob("*.py"))
-    key = (str(root.resolve()),) + tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size)
-                                         for p in checks)
+    key = (str(root.resolve()), hash(tuple(mine.items())))
     if key not in _HINTS_OF:
         _HINTS_OF[key] = _lesson_hints_elsewhere(root)
     return _HINTS_OF[key]

@@ -204,3 +204,17 @@ def test_make_check_shows_the_whole_message_of_a_blocked_row_also_wrong_on_its_o
     text = table(rows)
     assert "BLOCKED 02.attention_forward by 01.scaled_scores:" in text
     assert "BLOCKED 02.single_head by" not in text
+
+
+def test_a_changed_lesson_hint_is_named_by_the_catalog_check(tmp_path):
+    """A scratch copy whose lesson module changes a case's hint: its hints are read in a fresh
+    process, and the new one waits for its translation while the old entry is stale."""
+    root = scratch_catalog(tmp_path)
+    lesson = root / "course" / "checks" / "lesson00.py"
+    old = "multiply the vectors elementwise and add up the products"
+    assert old in lesson.read_text()
+    lesson.write_text(lesson.read_text().replace(old, "multiply elementwise, then sum"))
+    found = problems(root)
+    assert "message not in the catalog yet (course/checks/lesson*.py): 'multiply elementwise, " \
+           "then sum': run `make messages`" in found, found
+    assert f"stale entry, no longer in the code: {old!r}: run `make messages`" in found, found
