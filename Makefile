@@ -50,8 +50,9 @@ $(STAMP): requirements.txt scripts/setup_venv.sh
 # A table of every exercise: PASS, FAIL, BLOCKED (by a failing exercise it calls) or TODO, then
 # the whole message of each FAIL (exit 0). ONLY=01.scaled_scores: that check's whole message;
 # HIDDEN=1: also the hidden-input kinds of cases on a public seed, as the grader runs them.
+# LANG=zh: in Chinese.
 check: $(STAMP)
-	$(BIN)/python -m course.progress $(if $(ONLY),--only $(ONLY)) $(if $(HIDDEN),--hidden)
+	$(LOCALE)$(if $(ZH),COURSE_LANG=zh_CN )$(BIN)/python -m course.progress $(if $(ONLY),--only $(ONLY)) $(if $(HIDDEN),--hidden)
 
 # Every widget of the course on one page, served by Voilà; works before any exercise is written.
 PLAYGROUND_ARGS ?=

@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import importlib
 import io
+import re
 import sys
 import textwrap
 from dataclasses import dataclass
@@ -99,9 +100,10 @@ def table(rows: list[Row], full: bool = False) -> str:
         mark = "" if r.hidden is None else ("  [" + (_("hidden: confirmed") if not r.hidden
                                                       else _("hidden: differs")) + "]")
         out.append(f"{r.status:<8} {r.check:<{width}}  {note}{mark}".rstrip())
+    also_wrong = _("also wrong on its own")  # in the reason of a BLOCKED row, in its language
     for r in rows:
         if r.message and (full or r.status == lines.FAIL or
-                          (r.status == lines.BLOCKED and "also wrong" in r.reason)):
+                          (r.status == lines.BLOCKED and r.reason.endswith(also_wrong))):
             out += ["", wrap(r.message)]
         if r.hidden:
             out += ["", wrap(_("hidden {id}: {why}").format(id=r.check, why=r.hidden))]
@@ -120,6 +122,10 @@ def wrap(message: str, width: int = WIDTH) -> str:
     out = []
     for line in message.splitlines():
         indent = line[:len(line) - len(line.lstrip())]
+        if _WIDE.search(line):
+            first, *rest = _fill_wide(line.strip(), width - len(indent), width - len(indent) - 4)
+            out += [indent + first] + [indent + "    " + piece for piece in rest]
+            continue
         first, *rest = textwrap.wrap(line.strip(), width - len(indent), break_long_words=False,
                                      break_on_hyphens=False) or [""]
         out.append(indent + first)
@@ -127,6 +133,32 @@ def wrap(message: str, width: int = WIDTH) -> str:
                 textwrap.wrap(" ".join(rest), width - len(indent) - 4, break_long_words=False,
                               break_on_hyphens=False)]
     return "\n".join(out)
+
+
+# Chinese (and other East Asian) text: a character takes two columns, and a line may break
+# between any two characters, but not before a closing mark nor after an opening one.
+_WIDE = re.compile("[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f"
+                   "\uff00-\uff60\uffe0-\uffe6]")
+_OPEN, _CLOSE = "（【《「『“‘", "，。、；：！？）】》」』”’"
+_PIECE = re.compile(rf"\s+|[{_OPEN}]*(?:{_WIDE.pattern}|[^\s{_WIDE.pattern[1:-1]}]+)[{_CLOSE}]*")
+
+
+def _columns(text: str) -> int:
+    return sum(1 + bool(_WIDE.match(ch)) for ch in text)
+
+
+def _fill_wide(text: str, first: int, rest: int) -> list[str]:
+    """`text` in lines of at most `first` columns, then `rest` (a longer piece gets its own)."""
+    lines, current, limit = [], "", first
+    for piece in _PIECE.findall(text):
+        if piece.isspace():
+            current += " " if current else ""
+            continue
+        if current.strip() and _columns(current + piece) > limit:
+            lines.append(current.rstrip())
+            current, limit = "", rest
+        current += piece
+    return lines + [current.rstrip()]
 
 
 def add_hidden(rows: list[Row]) -> None:

@@ -261,7 +261,7 @@ def dry_run(*args: str) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
-def test_make_lab_and_make_playground_switch_to_chinese():
+def test_make_lab_make_check_and_make_playground_switch_to_chinese():
     assert dry_run("lab", "LANG=zh").endswith("notebooks/zh/00_start_here.ipynb")
     assert "COURSE_LANG=zh_CN" in dry_run("lab", "LANG=zh")
     assert "COURSE_LANG=zh_CN" in dry_run("lab", "COURSE_LANG=zh_CN")
@@ -269,6 +269,8 @@ def test_make_lab_and_make_playground_switch_to_chinese():
     assert english.endswith(" notebooks/00_start_here.ipynb") and "COURSE_LANG" not in english
     assert "--lang zh" in dry_run("playground", "LANG=zh")
     assert "--lang" not in dry_run("playground")
+    assert "COURSE_LANG=zh_CN" in dry_run("check", "LANG=zh", "ONLY=01.scaled_scores")
+    assert "COURSE_LANG" not in dry_run("check") and "--only" not in dry_run("check")
     assert dry_run("notebooks", "NB=02 03", "LANG=zh").endswith("notebooks 02 03 --lang zh")
     assert dry_run("notebooks", "NB=02").endswith("notebooks 02")  # both editions
 
