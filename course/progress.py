@@ -144,7 +144,11 @@ _PIECE = re.compile(rf"\s+|[{_OPEN}]*(?:{_WIDE.pattern}|[^\s{_WIDE.pattern[1:-1]
 
 
 def _columns(text: str) -> int:
-    return sum(1 + bool(_WIDE.match(ch)) for ch in text)
+    """Display columns, as a terminal draws them (wcwidth; -1 for unprintable text)."""
+    from wcwidth import wcswidth
+
+    columns = wcswidth(text)
+    return columns if columns >= 0 else len(text)
 
 
 def _fill_wide(text: str, first: int, rest: int) -> list[str]:

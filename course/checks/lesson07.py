@@ -194,7 +194,10 @@ def _rms_gradients(cls):
 
 EPS_INSIDE = N_("eps goes INSIDE the square root: x / sqrt(mean(x**2) + eps), not "
                 "x / (sqrt(mean(x**2)) + eps)")
-NOT_LAYER_NORM = N_("RMSNorm does NOT subtract the mean (LayerNorm does): " + RMS_FORMULA)
+# one literal (the same text as "...: " + RMS_FORMULA), so that the catalog sees all of it
+NOT_LAYER_NORM = N_("RMSNorm does NOT subtract the mean (LayerNorm does): RMSNorm(x) = x / "
+                    "sqrt(mean(x**2, dim=-1, keepdim=True) + eps) * weight: no mean subtracted "
+                    "(that is LayerNorm), eps inside the square root")
 RMS_CANDIDATES = [  # (hint, the wrong formula as a function of x, weight, eps)
     (N_("you divide by sqrt(mean(x)**2 + eps), the square of the mean; RMSNorm takes the mean "
         "of the squares: x / sqrt(mean(x**2, dim=-1, keepdim=True) + eps) * weight"),
