@@ -29,6 +29,7 @@ from course.checks.core import Check
 from course.checks.depends import Session
 from course.checks.expected import RecordedReference
 from course.checks.registry import canonical
+from course.checks.problem_text import localised
 from course.i18n import _
 
 WIDTH = 80
@@ -106,7 +107,8 @@ def table(rows: list[Row], full: bool = False) -> str:
                           (r.status == lines.BLOCKED and r.reason.endswith(also_wrong))):
             out += ["", wrap(r.message)]
         if r.hidden:
-            out += ["", wrap(_("hidden {id}: {why}").format(id=r.check, why=r.hidden))]
+            out += ["", wrap(_("hidden {id}: {why}").format(id=r.check,
+                                                             why=localised(r.hidden)))]
     counts = {s: sum(r.status == s for r in rows)
               for s in (lines.PASS, lines.FAIL, lines.BLOCKED, lines.TODO)}
     out += ["", wrap(_("The whole message of one check: make check ONLY=<check>. Your code on "

@@ -332,27 +332,37 @@ def test_an_isolated_entry_holds_only_the_failing_exercises_calls():
     assert targets == {"softmax:scaled_scores"}
 
 
+ONE_BUG = [  # (file, snippet, bug, lessons, the one check that must lose its point, a dependent)
+    ("softmax.py", "q @ k.transpose(-2, -1) / math.sqrt(c)", "q @ k.transpose(-2, -1)", "01-02",
+     "01.scaled_scores", "02.attention_weights"),
+    ("transformer.py", "return x * cos + rotated * sin", "return x * sin + rotated * cos", "07",
+     "07.rope", "07.decoder_block"),
+]
+
+
 @needs_bwrap
-def test_one_upstream_bug_costs_one_point(tmp_path):
-    """Issue 20: scaled_scores without / sqrt(c) loses 01.scaled_scores only; every lesson-02
-    exercise that calls it is right, so it earns its points (confirmed on hidden inputs with the
-    reference's scaled_scores in its place), and the report says so."""
-    subs = _one_perfect_student(tmp_path)
-    softmax = subs / "ada" / "exercises" / "softmax.py"
-    source = softmax.read_text()
-    assert source.count("q @ k.transpose(-2, -1) / math.sqrt(c)") == 1
-    softmax.write_text(source.replace("q @ k.transpose(-2, -1) / math.sqrt(c)",
-                                      "q @ k.transpose(-2, -1)"))
-    out = tmp_path / "out"
-    done = grade(subs, out, "--lessons", "01-02")
-    assert done.returncode == 0, done.stderr
+@pytest.mark.parametrize("file, find, bug, lessons, root, dependent", ONE_BUG,
+                         ids=["scaled_scores", "rope"])
+def test_one_upstream_bug_costs_one_point(tmp_path, file, find, bug, lessons, root, dependent):
+    """Issue 20: scaled_scores without / sqrt(c) loses 01.scaled_scores only, and RoPE with cos
+    and sin swapped 07.rope only; every exercise that calls them is right, so it earns its
+    points (confirmed on hidden inputs with the reference in place of the buggy one), and the
+    student's record says which."""
     import csv
     import json
 
+    subs = _one_perfect_student(tmp_path)
+    path = subs / "ada" / "exercises" / file
+    source = path.read_text()
+    assert source.count(find) == 1
+    path.write_text(source.replace(find, bug))
+    out = tmp_path / "out"
+    done = grade(subs, out, "--lessons", lessons)
+    assert done.returncode == 0, done.stderr
     row = next(csv.DictReader((out / "gradebook.csv").open()))
-    lost = [c for c, v in row.items() if c[:2] in {"01", "02"} and v != "1"]
-    assert lost == ["01.scaled_scores"], row
+    lost = [c for c, v in row.items() if c[:2].isdigit() and v != "1"]
+    assert lost == [root], row
     record = json.loads(next((out / "students").glob("*.json")).read_text())
     by_id = {c["id"]: c for c in record["checks"]}
-    assert by_id["02.attention_weights"]["blocked_by"] == ["01.scaled_scores"]
-    assert by_id["02.attention_weights"]["confirmed"] is True
+    assert by_id[dependent]["blocked_by"] == [root]
+    assert by_id[dependent]["confirmed"] is True

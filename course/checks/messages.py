@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from course.checks import hints, lines
 from course.checks.failures import CheckFailed, NotImplementedYet
+from course.checks.problem_text import localised
 from course.i18n import _
 
 SHOWN_NAMES = 3
@@ -19,7 +20,7 @@ SHOWN_NAMES = 3
 def fail(check, outcomes: list) -> CheckFailed:
     """CheckFailed for outcomes of which at least one failed."""
     shown, hint, notes = hints.choose(check, outcomes)
-    text = [lines.fail_header(check.id, shown.case.name), f"  {shown.problem}"]
+    text = [lines.fail_header(check.id, shown.case.name), f"  {localised(shown.problem)}"]
     text += where_lines(shown)
     text.append(f"  {_('hint')}: {hint}")
     text += [f"  {note}" for note in notes]

@@ -525,10 +525,11 @@ print("over every layer of every shipped run: max/median from {:.0f}x ({}) to {:
           *extremes["lowest"], *extremes["highest"], extremes["at_bos"], extremes["layers"]))
 
 # %% [markdown]
-# **Nothing here is massive.** In every set-up, build and variant the largest activation is a few
-# tens of times the median, far from the thousandfold at which Sun et al. speak of massive
-# activations, and it seldom sits at BOS. Where the largest |h| reaches several hundred, the
-# median is large too: the whole residual stream is large there, not a few entries of it. An
+# **Nothing here is massive.** In every set-up, build and variant the largest activation is
+# between about ten and about a hundred times the median (the line under the tables), far from
+# the thousandfold at which Sun et al. speak of massive activations, and it sits at BOS in fewer
+# than a quarter of the layers. Where the largest |h| reaches several hundred, the median is
+# large too: the whole residual stream is large there, not a few entries of it. An
 # absolute threshold (say, "below 1,000, so nothing massive") could not tell these apart; the
 # ratio can. So our runs cannot test the paper's claim that the gate mitigates massive
 # activations: none form in these 2-layer models of width 64, with or without a gate, and we do
