@@ -38,8 +38,9 @@ import jupytext
 
 from course import ROOT
 
-# English lessons not translated yet (part 2 of issue 24 translates lesson 08 once it is rewritten)
-PENDING = {"08"}
+# English lessons not translated yet (their two-digit numbers, e.g. {"09"} while a new lesson waits
+# for its Chinese source); empty: every lesson is translated
+PENDING: set[str] = set()
 ZH = Path("notebooks") / "src" / "zh"
 # (English, Chinese) READMEs, relative to the course
 READMES = [(Path("README.md"), Path("README.zh-CN.md")),

@@ -16,10 +16,10 @@ message: `course.checks.registry.learner_texts()` lists them, and they join the 
 location `course/checks/lesson*.py` (read in a fresh process for a copy of the code whose checks
 differ from these). Babel misses a `_("...")` inside an f-string; `in_f_strings` finds it.
 
-Messages used only in PENDING sources stay out of the catalog (and out of the check) until their
-part of issue 24 translates them: `python -m course.messages` says how many are waiting. Only
-lesson 08's own sources are still pending (its widgets, analysis and notebook are being finished
-on another branch); its checks (course/checks/lesson08.py) are translated with the others.
+Messages used only in PENDING sources stay out of the catalog (and out of the check) until they
+are translated: `python -m course.messages` says how many are waiting. No source is pending now
+(issue 24 translated every one); a new lesson finished on a branch before its translation can be
+listed there for a while.
 """
 from __future__ import annotations
 
@@ -36,11 +36,10 @@ HEADER = ("# Simplified Chinese messages of the attention course.\n"
           "# `make messages` updates this file from the code; translate each empty msgstr and each\n"
           "# entry marked fuzzy (then remove the mark). Terms: docs/zh/TERMINOLOGY.md.")
 PLACEHOLDER = re.compile(r"\{[^{}]*\}")
-# Lesson 08's sources, still being finished on another branch: a later part of issue 24
-# translates them. A message also used elsewhere is translated now. To take one on: remove it
-# here, then `make messages`.
-PENDING = ("course/widgets/lesson08.py", "course/lesson08_analysis.py", "course/lm_training.py",
-           "notebooks/src/08_gated_attention_paper.py")
+# Sources whose messages wait for their translation (paths or prefixes, relative to the course),
+# e.g. a new lesson's widgets and notebook; a message also used elsewhere is translated at once.
+# Empty: every source is translated. To take one on: remove it here, then `make messages`.
+PENDING: tuple[str, ...] = ()
 LESSON_HINTS = "course/checks/lesson*.py"  # the location of the checks' plain-string hints
 
 
