@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 
+from course.columns import pad
 from course.i18n import N_, _
 from course.lm_training import VARIANTS
 
@@ -100,9 +101,9 @@ def side_by_side(runs: dict, prefixes: dict, dataset: str) -> str:
     """One row per variant, one block per prefix ({prefix: its name}): the first-token share
     (mean over seeds), per layer, and the validation loss."""
     blocks = list(prefixes)
-    lines = [f"{_('variant'):>12} | " + " | ".join(f"{prefixes[p]:^38}" for p in blocks),
-             f"{'':>12} | " + " | ".join(f"{_('share on BOS'):>12} {_('layer 0, 1'):>12} "
-                                         f"{_('val loss'):>11}" for _block in blocks)]
+    lines = [f"{pad(_('variant'), 12, '>')} | " + " | ".join(f"{pad(prefixes[p], 38, '^')}" for p in blocks),
+             f"{'':>12} | " + " | ".join(f"{pad(_('share on BOS'), 12, '>')} {pad(_('layer 0, 1'), 12, '>')} "
+                                         f"{pad(_('val loss'), 11, '>')}" for _block in blocks)]
     for gate in VARIANTS:
         cells = []
         for prefix in blocks:
@@ -117,9 +118,9 @@ def side_by_side(runs: dict, prefixes: dict, dataset: str) -> str:
 def results_table(runs: dict, prefix: str, dataset: str) -> str:
     """Everything measured for one prefix and dataset: means over the seeds, [min, max] of the
     first-token share, n the number of seeds."""
-    lines = [f"{_('variant'):>12} | {_('first-token share'):>17} | {_('gate mean'):>9} | "
-             f"{_('gates < 0.1'):>11} | {_('gate @ trigger'):>14} | {_('gate elsewhere'):>14} | "
-             f"{_('max/median'):>10} | {_('val loss'):>8} | {_('copy acc'):>8} | n"]
+    lines = [f"{pad(_('variant'), 12, '>')} | {pad(_('first-token share'), 17, '>')} | {pad(_('gate mean'), 9, '>')} | "
+             f"{pad(_('gates < 0.1'), 11, '>')} | {pad(_('gate @ trigger'), 14, '>')} | {pad(_('gate elsewhere'), 14, '>')} | "
+             f"{pad(_('max/median'), 10, '>')} | {pad(_('val loss'), 8, '>')} | {pad(_('copy acc'), 8, '>')} | n"]
     for gate in VARIANTS:
         def m(key, width, fmt):
             return _cell(mean(values(runs, prefix, dataset, gate, key)), width, fmt)
@@ -157,8 +158,8 @@ def gate_at_triggers(runs: dict, prefix: str, gates=("elementwise", "headwise", 
 def ablation_table(sources: dict, dataset: str, gates=("none", "elementwise")) -> str:
     """sources: {row name: (runs, prefix)}. Per row: the baseline's first-token share (all
     layers, layer 0) and loss, and G1 elementwise's share and loss, means over the seeds (n)."""
-    lines = [f"{_('mean over the seeds (n)'):44} | {_('share on BOS'):>12} {_('layer 0'):>7} "
-             f"{_('val loss'):>8} {'n':>2} | {_('G1 elem.: share'):>15} {_('val loss'):>8} {'n':>2}"]
+    lines = [f"{pad(_('mean over the seeds (n)'), 44)} | {pad(_('share on BOS'), 12, '>')} {pad(_('layer 0'), 7, '>')} "
+             f"{pad(_('val loss'), 8, '>')} {'n':>2} | {pad(_('G1 elem.: share'), 15, '>')} {pad(_('val loss'), 8, '>')} {'n':>2}"]
     for name, (source, prefix) in sources.items():
         if not any(n_seeds(source, prefix, dataset, g) for g in gates):
             continue
@@ -170,7 +171,7 @@ def ablation_table(sources: dict, dataset: str, gates=("none", "elementwise")) -
         gated_cells = [_cell(mean(values(source, prefix, dataset, gated, "first_token_share")), 15, ".3f"),
                        _cell(mean(values(source, prefix, dataset, gated, "val_loss")), 8, ".3f"),
                        f"{n_seeds(source, prefix, dataset, gated):>2}"]
-        lines.append(f"{name:44} | {' '.join(cells)} | {' '.join(gated_cells)}")
+        lines.append(f"{pad(name, 44)} | {' '.join(cells)} | {' '.join(gated_cells)}")
     return "\n".join(lines)
 
 
@@ -184,8 +185,9 @@ def massive_ratios(runs: dict, prefix: str, dataset: str, gate: str) -> list[flo
 def massive_table(runs: dict, prefix: str, dataset: str) -> str:
     """Per variant and layer: the top activation |h|, the median |h|, their ratio and how many of
     the seeds have their top activation at BOS; means over the seeds."""
-    lines = [f"{_('variant'):>12} | " + " | ".join(
-        _("layer {layer}: top |h|, median, ratio, at BOS").format(layer=i).rjust(38) for i in range(2))]
+    lines = [f"{pad(_('variant'), 12, '>')} | " + " | ".join(
+        pad(_("layer {layer}: top |h|, median, ratio, at BOS").format(layer=i), 38, ">")
+        for i in range(2))]
     for gate in VARIANTS:
         found = [m["massive_activations_per_layer"] for m in runs_of(runs, prefix, dataset, gate)
                  if m.get("massive_activations_per_layer")]
@@ -247,7 +249,7 @@ def search_table(search: dict, factors: dict) -> str:
     then the baseline's first-token share (mean [min, max] over n seeds) and its layer 0."""
     short = {f: str(i + 1) for i, f in enumerate(factors)}
     legend = "  ".join(f"{short[f]} = {f}" for f in factors)
-    lines = [legend, f"{' '.join(short.values())} | {_('share on BOS'):>19} | {_('layer 0'):>7} | n"]
+    lines = [legend, f"{' '.join(short.values())} | {pad(_('share on BOS'), 19, '>')} | {pad(_('layer 0'), 7, '>')} | n"]
     for row in search_rows(search, factors):
         marks = " ".join("x" if f in row["on"] else "." for f in factors)
         lines.append(f"{marks} | {_spread(row['shares'], '.3f'):>19} | {mean(row['layer0']):>7.3f} | "
@@ -321,8 +323,9 @@ def paper_rows(runs: dict, cases) -> list[tuple[str, str, str, str, str]]:
 
 def paper_comparison(runs: dict, cases) -> str:
     """paper_rows as the table the lesson prints."""
-    lines = [f"{_('claim'):22} | {_('paper'):40} | {_('paper-like build'):31} | "
-             f"{_('reproduces?'):24} | {_('GPT-2-style build')}"]
+    lines = [f"{pad(_('claim'), 22)} | {pad(_('paper'), 40)} | {pad(_('paper-like build'), 31)} | "
+             f"{pad(_('reproduces?'), 24)} | {_('GPT-2-style build')}"]
     for claim, paper, ours, verdict, gpt2 in paper_rows(runs, cases):
-        lines.append(f"{claim:22} | {paper:40} | {ours:31} | {verdict:24} | {gpt2}")
+        lines.append(f"{pad(claim, 22)} | {pad(paper, 40)} | {pad(ours, 31)} | "
+                     f"{pad(verdict, 24)} | {gpt2}")
     return "\n".join(lines)

@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from course import ROOT
+from course.columns import pad
 from course.i18n import _
 
 DATA = ROOT / "data" / "lesson08"
@@ -636,8 +637,8 @@ def compare_runs(shipped: dict, fresh: dict, arch: str = "paper", setup: str = R
                  datasets=("bb",)) -> str:
     """Shipped (mean of 3 seeds, full steps) vs retrained: the headline numbers per variant."""
     prefix = setup_prefix(arch, setup)
-    lines = [f"{_('dataset'):8} {_('variant'):12} {_('first-token share'):>22} {_('val loss'):>18}",
-             f"{'':21} {_('shipped'):>11} {_('retrained'):>10} {_('shipped'):>9} {_('retrained'):>9}"]
+    lines = [f"{pad(_('dataset'), 8)} {pad(_('variant'), 12)} {pad(_('first-token share'), 22, '>')} {pad(_('val loss'), 18, '>')}",
+             f"{'':21} {pad(_('shipped'), 11, '>')} {pad(_('retrained'), 10, '>')} {pad(_('shipped'), 9, '>')} {pad(_('retrained'), 9, '>')}"]
     for dataset in datasets:
         old, new = summary(shipped, dataset, prefix), summary(fresh, dataset, prefix)
         for gate in VARIANTS:

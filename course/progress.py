@@ -30,6 +30,7 @@ from course.checks.depends import Session
 from course.checks.expected import RecordedReference
 from course.checks.registry import canonical
 from course.checks.problem_text import localised
+from course.columns import width as display_width
 from course.i18n import _
 
 WIDTH = 80
@@ -145,14 +146,6 @@ _OPEN, _CLOSE = "（【《「『“‘", "，。、；：！？）】》」』�
 _PIECE = re.compile(rf"\s+|[{_OPEN}]*(?:{_WIDE.pattern}|[^\s{_WIDE.pattern[1:-1]}]+)[{_CLOSE}]*")
 
 
-def _columns(text: str) -> int:
-    """Display columns, as a terminal draws them (wcwidth; -1 for unprintable text)."""
-    from wcwidth import wcswidth
-
-    columns = wcswidth(text)
-    return columns if columns >= 0 else len(text)
-
-
 def _fill_wide(text: str, first: int, rest: int) -> list[str]:
     """`text` in lines of at most `first` columns, then `rest` (a longer piece gets its own)."""
     lines, current, limit = [], "", first
@@ -160,7 +153,7 @@ def _fill_wide(text: str, first: int, rest: int) -> list[str]:
         if piece.isspace():
             current += " " if current else ""
             continue
-        if current.strip() and _columns(current + piece) > limit:
+        if current.strip() and display_width(current + piece) > limit:
             lines.append(current.rstrip())
             current, limit = "", rest
         current += piece
