@@ -93,8 +93,17 @@ def _start(subs: Path, out: Path) -> subprocess.Popen:
 
 
 def _when_graded(proc: subprocess.Popen, out: Path, count: int) -> None:
+    """Until `count` students are finished: their records written, then the gradebook with them
+    (a student is finished when both are; a kill in between leaves the gradebook one behind,
+    whole, and the record, which the next run picks up)."""
     deadline = time.monotonic() + 600
-    while len(list((out / "students").glob("*.json"))) < count:
+
+    def finished() -> int:
+        if not (out / "gradebook.csv").exists():
+            return 0
+        return min(len(list((out / "students").glob("*.json"))), len(rows(out)))
+
+    while finished() < count:
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         time.sleep(0.2)
 

@@ -2,7 +2,6 @@
 stale, the language chosen by COURSE_LANG or set_language, fuzzy entries never shown."""
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 import sys

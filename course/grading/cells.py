@@ -56,14 +56,20 @@ def setup_source(sources: list[str]) -> str:
 
 
 def raised(err: BaseException | None) -> list[list[str]]:
-    """[[type name, first line of the message]] of `err` and of the exceptions it was raised
-    from or while handling (a check turns the student's MemoryError into its own failure)."""
-    found, seen = [], set()
-    while err is not None and id(err) not in seen and len(found) < 8:
+    """[[type name, first line of the message]] of `err`, of the exceptions it was raised from or
+    while handling, and of those a check failure carries (`CheckFailed.errors`: a check turns the
+    student's MemoryError into its own failure)."""
+    found, seen, pending = [], set(), [err]
+    while pending and len(found) < 8:
+        err = pending.pop(0)
+        if err is None or not isinstance(err, BaseException) or id(err) in seen:
+            continue
         seen.add(id(err))
         lines = str(err).strip().splitlines()
         found.append([type(err).__name__, (lines[0] if lines else "")[:300]])
-        err = err.__cause__ or err.__context__
+        carried = getattr(err, "errors", None)
+        pending += [err.__cause__ or err.__context__]
+        pending += list(carried.values())[:8] if isinstance(carried, dict) else []
     return found
 
 

@@ -105,6 +105,11 @@ def _apply_hidden(checks: dict[str, CheckRecord], passed: list[str],
             found.problems.append(f"{check_id}: {why}")
 
 
+def _a_bug(record: CheckRecord) -> bool:
+    """Failed visibly, or on a named hidden case (not refused, timed out or killed there)."""
+    return record.confirmed is None or record.hidden_failure is not None
+
+
 def _isolate(ctx: ClassContext, settings: Settings, files: dict[str, bytes],
               checks: dict[str, CheckRecord], passed: list[str], deadline: float,
               job: Job) -> HiddenRun:
@@ -112,10 +117,14 @@ def _isolate(ctx: ClassContext, settings: Settings, files: dict[str, bytes],
     own check, visible or hidden) runs again on the same hidden cases with the failing one
     replaced by the reference's recorded calls; confirmed so, it earns its points: one bug is
     charged once, as the check cells charge it under COURSE_ISOLATE=1."""
-    failing = {c for c, r in checks.items() if not r.passed}
+    # a bug fails its exercise's check, or a hidden case by name; a refused result, a timeout or
+    # a dead process is no bug to spare the exercises that call it (nor a reason to run again)
+    failing = {c for c, r in checks.items() if not r.passed and _a_bug(r)}
     todo = {}
     for check_id in passed:
-        found = None if checks[check_id].passed else isolated_entry(ctx.checks[check_id], failing)
+        record = checks[check_id]
+        found = None if record.passed or record.hidden_failure is None else isolated_entry(
+            ctx.checks[check_id], failing)
         if found is not None:
             todo[check_id] = found
     if not todo:

@@ -15,7 +15,9 @@ COLUMNS = ["00.batched_dot", "01.stable_softmax", "01.scaled_scores", "02.causal
            "02.padding_mask", "02.attention_weights", "02.attention_forward", "02.single_head"]
 ALL = [1] * 8
 BUT_00 = [0, 1, 1, 1, 1, 1, 1, 1]
-NO_SOFTMAX = [1, 0, 0, 1, 1, 0, 0, 0]  # lesson 02's weights, attention and module use softmax.py
+# softmax.py's two exercises lost; lesson 02's weights, attention and module call them and are
+# right on their own, so they keep their points (issue 20: one bug costs one point)
+NO_SOFTMAX = [1, 0, 0, 1, 1, 1, 1, 1]
 FAKE_LINE = "\x1b[1A\x1b[2K\x1b[32mperfect: ok, 8\u22158\x1b[0m"
 TMP_MIB = 64          # the hostile run's --tmp-limit: what fills_tmp may fill
 
@@ -31,8 +33,9 @@ EXPECTED = {
     "infinite_loop": ("timeout", BUT_00, ""),
     "import_exception": ("import-error", [1, 1, 1, 0, 0, 0, 0, 0], ""),
     "huge_allocation": ("memory-limit", BUT_00, ""),
-    # its unshifted softmax also overflows in 02.attention_weights' case of scores near 1000
-    "nan_outputs": ("ok", [1, 0, 1, 1, 1, 0, 1, 1], ""),
+    # its unshifted softmax overflows on scores near 1000 (01.stable_softmax lost); lesson 02's
+    # exercises that call it are right on their own (one bug, one point)
+    "nan_outputs": ("ok", [1, 0, 1, 1, 1, 1, 1, 1], ""),
     "kills_kernel": ("crashed", BUT_00, "exits-process"),
     "misnamed_files": ("ok", NO_SOFTMAX, ""),            # Softmax.py, softmax (1).py
     "nested_course_copy": ("ok", ALL, "ships-solutions"),
@@ -45,8 +48,9 @@ EXPECTED = {
     "cheat_reference_data": ("ok", BUT_00, "imports-course mentions-reference-data unconfirmed"),
     "cheat_walk_to_solutions": ("ok", NO_SOFTMAX, "dynamic-import mentions-solutions"),
     "cheat_pass_then_exit": ("crashed", BUT_00, "exits-process"),
-    # its patched torch also breaks its own lesson-02 code in the hidden run (one process)
-    "cheat_patch_torch": ("ok", [0, 1, 1, 1, 1, 0, 0, 0], "patches-builtins unconfirmed"),
+    # its patched torch also breaks its own attention_weights in the hidden run (one process); the
+    # exercises calling it run again on their own, without warmup.py's patch, and are right
+    "cheat_patch_torch": ("ok", [0, 1, 1, 1, 1, 0, 1, 1], "patches-builtins unconfirmed"),
     # nothing to gain, harm meant for others: graded on its (correct) code, harms nobody
     "cheat_harm_others": ("ok", ALL, "exits-process reads-proc runs-processes"),
     "flood_of_output": ("ok", ALL, ""),
