@@ -18,7 +18,8 @@ export PYTHONPATH := $(CURDIR)
 LAB_ARGS ?=
 # Jupyter refuses to run as root (containers, CI) unless told
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
-PYTEST_ARGS ?=
+# one pytest-xdist worker per core, at most 4 (PYTEST_ARGS=-n0 runs everything in one process)
+PYTEST_ARGS ?= -n auto --maxprocesses=4
 # The Chinese edition: `make lab LANG=zh` or COURSE_LANG=zh_CN (LANG counts only when given on the
 # command line: the LANG of the shell is a locale, and a Chinese locale is no request for it)
 COURSE_LANG ?=

@@ -177,8 +177,8 @@ def test_shortened_retrain_shows_the_sink_and_its_removal():
     start = time.perf_counter()
     shares = {}
     for gate in ("none", "elementwise"):
-        _, _, metrics = lm.train_and_measure("text", gate, seed=0, steps=500, progress=False,
-                                             model_options={"arch": "gpt2"})
+        _, _, metrics = lm.train_and_measure("text", gate, seed=0, steps=500, threads=1,
+                                             progress=False, model_options={"arch": "gpt2"})
         shares[gate] = metrics["first_token_share"]
     print(f"first-token share after 500 steps: {shares}, {time.perf_counter() - start:.0f} s")
     assert shares["none"] > 0.1
