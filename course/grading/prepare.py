@@ -11,7 +11,7 @@ from pathlib import Path
 
 from course import ROOT
 from course.checks import depends
-from course.confirm import entries
+from course.confirm.entries import hidden_entry as entry_with_calls
 from course.grading.hidden import confirm as hidden
 from course.grading.plan import Lesson, lesson_plan, load_points, warn_unrun
 from course.grading.processes import ForkServer
@@ -51,7 +51,7 @@ class GradedCheck:
 class ClassContext:
     pristine: Path                 # the handout: no solutions/, no grader; compiled
     grader: Path                   # cells.py, nbval_plugin.py, items.json (bound read-only)
-    hidden: Path                   # harness.py and cases.pt (bound read-only)
+    hidden: Path                   # harness.py, standins.py and cases.pt (bound read-only)
     plan: list[Lesson]
     checks: dict[str, GradedCheck]  # in gradebook column order
     stubs: dict[str, bytes]        # the handout's exercises/*.py, for what a student left out
@@ -74,7 +74,7 @@ def hidden_entry(check, seed: int) -> tuple[dict, list, list]:
     place that says what a hidden run of a check gets. The entry carries the call tables of the
     exercises this one calls, so the harness judges it alone (course/confirm/entries.py)."""
     cases = hidden.draw_cases(check, seed)
-    return entries.hidden_entry(check, cases), cases, hidden.expected_outputs(check, cases)
+    return entry_with_calls(check, cases), cases, hidden.expected_outputs(check, cases)
 
 
 def plain(entry: dict) -> dict:
