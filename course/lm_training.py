@@ -5,6 +5,9 @@ Two datasets, both with a BOS token at position 0:
   'a'-'z' and ' ' follow a bigram chain (data/lesson08/bigram_table.json); right after one of the
   TRIGGERS the next character is a copy of the one before the trigger. Only there does
   attention have a job; everywhere else the bigram row of the current character says it all.
+  (Guo et al.'s own code, GuoTianYu2000/Active-Dormant-Attention, BBM/data.py, draws Shakespeare's
+  characters; its triggers are the k = 3 or 5 most frequent characters, its first character is
+  drawn from the character frequencies without the triggers, its sequences are 256 long.)
 - "text": characters of Python standard-library docstrings (data/lesson08/docstrings.txt),
   the first 90 % for training, the last 10 % for validation.
 
@@ -99,8 +102,9 @@ class BigramBackcopy:
         drawn at their bigram frequency (about 5 % of the characters); the vocabulary is BOS and
         the 27 characters.
     trigger="token": a dedicated trigger token TRIGGER_TOKEN, emitted with probability
-        `trigger_rate` after any other character (as in Guo et al. 2024 and the prototype the
-        lesson bisects against); the vocabulary gains that token.
+        `trigger_rate` after any other character (the choice of the prototype the lesson's sink
+        search started from; Guo et al.'s triggers are ordinary frequent characters); the
+        vocabulary gains that token.
     first="space": the first character follows a space (a word start) and is never a trigger;
         first="uniform": it is uniform over the 26 letters.
     smoothed=True: the shipped table (add-one smoothing, every transition possible); False: the
