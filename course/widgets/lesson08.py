@@ -196,6 +196,7 @@ def training_curves(runs: dict, prefixes=tuple(CURVE_SETUPS), curves=tuple(CURVE
                         label=f"{_(ARM_LABELS[arm])} (n = {len(seeds)})")
             ax.set_title(f"{_(CURVE_SETUPS[prefix])}: {_(CURVES[curve][0])}", fontsize=9)
             ax.set_xlabel(_("training step"))
-        row[0].legend(fontsize=7)
+        if row[0].get_legend_handles_labels()[0]:  # a set-up with no run yet has no legend
+            row[0].legend(fontsize=7)
     plt.close(fig)
     return fig
