@@ -425,7 +425,9 @@ CONTROLS = (("first_token_share", "static", "none"), ("first_token_share", "elem
             ("first_token_share", "headwise", "none"), ("first_token_share", "elementwise", "wider"),
             ("bos_cost", "static", "none"), ("bos_cost", "elementwise", "static"),
             ("bos_cost", "headwise", "none"), ("bos_cost", "elementwise", "wider"))
-EXPERIMENT_PREFIXES = {"course": "paper", "sink": "sink/paper"}
+EXPERIMENT_PREFIXES = {"course": "experiment/paper", "sink": "experiment/sink/paper"}
+# the 3-seed runs of the same build and data, in the same two set-ups
+SHIPPED_PREFIXES = {"course": "paper", "sink": "sink/paper"}
 ALPHA = 0.05
 
 
@@ -460,7 +462,7 @@ def compare(runs: dict, prefix: str, key: str, lower: str, higher: str, dataset:
 
 
 def _comparison_line(setup: str, key: str, lower: str, higher: str, c: dict, alpha: float) -> str:
-    ratio = "" if not c["ratio"] else _("{r:.1f}x ({a:.1f}-{b:.1f})").format(
+    ratio = "" if not c["ratio"] else _("{r:.1f} ({a:.1f}-{b:.1f})").format(
         r=c["ratio"][0], a=c["ratio"][1], b=c["ratio"][2])
     return (f"{pad(label(setup), 22)} {pad(_(KEY_LABELS[key]), 20)} "
             f"{pad(label(lower) + ' < ' + label(higher), 36)} "
@@ -469,32 +471,33 @@ def _comparison_line(setup: str, key: str, lower: str, higher: str, c: dict, alp
             f"{c['p']:>8.1e} {pad(_('yes') if c['p'] <= alpha else _('no'), 8, '>')}")
 
 
-def comparisons(runs: dict, tests, setups=tuple(EXPERIMENT_PREFIXES)) -> list[tuple]:
+def comparisons(runs: dict, tests, prefixes=EXPERIMENT_PREFIXES) -> list[tuple]:
     """(set-up, measure, lower, higher, compare(...)) for every test and set-up with seeds."""
-    found = [(s, *t, compare(runs, EXPERIMENT_PREFIXES[s], *t)) for s in setups for t in tests]
+    found = [(s, *t, compare(runs, prefix, *t)) for s, prefix in prefixes.items() for t in tests]
     return [f for f in found if f[-1] is not None]
 
 
-def comparison_table(runs: dict, tests, family: int) -> str:
+def comparison_table(runs: dict, tests, family: int, prefixes=EXPERIMENT_PREFIXES) -> str:
     """One line per test and set-up: both sides (mean [min, max] over the seeds), the ratio of
     the means (its range over seed pairings), the rank rule, the seeds, the exact one-sided p,
     and whether p passes ALPHA / family (Bonferroni over `family` comparisons)."""
     alpha = ALPHA / family
     head = (f"{pad(_('set-up'), 22)} {pad(_('measure'), 20)} {pad(_('lower?'), 36)} "
-            f"{pad(_('first'), 21, '>')} {pad(_('second'), 21, '>')} {pad(_('ratio (range)'), 17, '>')} "
+            f"{pad(_('first'), 21, '>')} {pad(_('second'), 21, '>')} {pad(_('second/first (range)'), 17, '>')} "
             f"{pad(_('rule'), 5, '>')} {pad(_('seeds'), 7, '^')} {pad('p', 8, '>')} "
             f"{pad('p < ' + format(alpha, '.4f'), 8, '>')}")
-    return "\n".join([head] + [_comparison_line(*f, alpha) for f in comparisons(runs, tests)])
+    return "\n".join([head] + [_comparison_line(*f, alpha) for f in comparisons(runs, tests, prefixes)])
 
 
 EXPERIMENT_COLUMNS = ("first_token_share", "layer0_share", "value_drain0", "sink_rate", "val_loss",
                       "bos_cost", "value_zeroed_cost", "window_cost", "window_bos_cost")
 
 
-def experiment_table(runs: dict, setup: str, arms=tuple(ARM_LABELS), keys=EXPERIMENT_COLUMNS) -> str:
+def experiment_table(runs: dict, setup: str, arms=tuple(ARM_LABELS), keys=EXPERIMENT_COLUMNS,
+                     prefixes=EXPERIMENT_PREFIXES) -> str:
     """Per arm of one set-up: each measurement as mean [min, max] over the seeds that have it,
     and the number of seeds."""
-    prefix = EXPERIMENT_PREFIXES[setup]
+    prefix = prefixes[setup]
     lines = [f"{pad(_('arm'), 20)} " + " ".join(pad(_(KEY_LABELS[k]), 21, ">") for k in keys) + f" {'n':>3}"]
     for arm in arms:
         if n_seeds(runs, prefix, "bb", arm):
@@ -526,17 +529,19 @@ def functional_table(runs: dict, cases, variants=VARIANTS, seed: int = 0) -> str
     return "\n".join(lines)
 
 
-def headline(runs: dict, arms=("none", "static", "elementwise")) -> str:
+def headline(runs: dict, arms=("none", "static", "elementwise"), prefixes=SHIPPED_PREFIXES) -> str:
     """The lesson's answer in a few lines: per set-up and measure (the share on BOS, the cost of
-    blocking BOS), each arm's mean [min, max] over the seeds, and G1 elementwise against the
-    baseline: the ratio of the means (range over seed pairings) and the exact one-sided p."""
+    blocking BOS), each arm's mean [min, max] over the seeds and their number, then G1
+    elementwise against the baseline: the ratio of the means (range over seed pairings), the
+    rank rule and the exact one-sided p."""
     lines = []
-    for setup, prefix in EXPERIMENT_PREFIXES.items():
+    for setup, prefix in prefixes.items():
         for key in ("first_token_share", "bos_cost"):
-            spreads = "; ".join(f"{label(arm)} {_spread(values(runs, prefix, 'bb', arm, key), '.3f')}"
-                                f" (n = {len(values(runs, prefix, 'bb', arm, key))})" for arm in arms)
+            lines.append(_("{setup}: {measure}").format(setup=label(setup), measure=_(KEY_LABELS[key])))
+            for arm in arms:
+                found = values(runs, prefix, "bb", arm, key)
+                lines.append(f"    {pad(label(arm), 16)} {_spread(found, '.3f'):>22}  n = {len(found)}")
             c = compare(runs, prefix, key, "elementwise", "none")
-            lines.append(f"{label(setup)}, {_(KEY_LABELS[key])}: {spreads}")
             if c is None:
                 continue
             ratio = "" if not c["ratio"] else _("{r:.1f}x lower ({a:.1f}-{b:.1f}x), ").format(

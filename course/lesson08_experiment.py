@@ -42,10 +42,16 @@ METRICS = lm.DATA / "metrics_experiment.json"
 CHECKPOINTS = lm.DATA / "checkpoints_experiment.pt"
 
 
+PREFIX = "experiment"
+
+
 def run_key(setup: str, arm: str, seed: int) -> str:
-    """The run's key among the shipped runs (course.lm_training.run_key): 'paper/bb/none/seed3'
-    in the course's set-up, 'sink/paper/bb/wider/seed3' in the strong-sink set-up."""
-    return lm.run_key("paper", "bb", arm, seed, setup)
+    """The run's key: 'experiment/paper/bb/none/seed3' in the course's set-up,
+    'experiment/sink/paper/bb/wider/seed3' in the strong-sink set-up (the shipped keys of
+    course.lm_training.run_key under PREFIX). A seed of the experiment is a run of its own, not
+    the 3-seed run of the same number: training is not bit-reproducible across thread counts and
+    library builds, and 2,500 steps amplify the last bits."""
+    return f"{PREFIX}/{lm.run_key('paper', 'bb', arm, seed, setup)}"
 
 
 def file_stem(setup: str, arm: str, seed: int) -> str:
@@ -53,16 +59,19 @@ def file_stem(setup: str, arm: str, seed: int) -> str:
 
 
 def queue(setups=EXPERIMENT_SETUPS, arms=tuple(ARMS), seeds=SEEDS) -> list[tuple[str, str, int]]:
-    """The runs in the order they are trained, so that a partial set answers the main question
-    first: seeds in blocks of five; within a block, set-up by set-up, the baseline and G1
-    elementwise seed by seed (the paper's claim), then the static scalar (the control that
-    separates input-dependence from gating), then headwise and the wider baseline."""
+    """The runs in the order they are trained, so that a partial set answers the main questions
+    first: seeds in blocks of five, set-up by set-up (the course's, where the baseline depends on
+    BOS, first), seed by seed, and within a seed the baseline, G1 elementwise (the paper's claim),
+    the wider baseline (the control for the gate's parameters), the static scalar (the control
+    for input-dependence), then headwise."""
     order = []
     for block in (seeds[:5], seeds[5:]):
-        for group in (("none", "elementwise"), ("static",), ("headwise", "wider")):
-            for setup in setups:
-                order += [(setup, arm, seed) for seed in block for arm in group if arm in arms]
+        for setup in setups:
+            order += [(setup, arm, seed) for seed in block for arm in ARM_ORDER if arm in arms]
     return order
+
+
+ARM_ORDER = ("none", "elementwise", "wider", "static", "headwise")
 
 
 def _files(folder: Path, stem: str) -> tuple[Path, Path, Path]:

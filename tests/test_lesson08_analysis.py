@@ -187,18 +187,18 @@ def _experiment_runs():
             run = _run(share, loss=2.0, sink_rate=0.5, loss_bos_blocked=2.0 + cost,
                        loss_bos_value_zeroed=2.0 + cost / 2, loss_window={"8": 2.0 + cost},
                        loss_window_bos={"8": 2.0}, value_drain=[[0.5] * 4, [1.0] * 4])
-            runs[lm.run_key("paper", "bb", arm, seed)] = run
+            runs[f"experiment/paper/bb/{arm}/seed{seed}"] = run
     return runs
 
 
 def test_comparisons_give_the_rule_the_exact_p_and_the_ratio():
     runs = _experiment_runs()
-    c = analysis.compare(runs, "paper", "bos_cost", "elementwise", "none")
+    c = analysis.compare(runs, "experiment/paper", "bos_cost", "elementwise", "none")
     assert c["rule"] and c["n"] == (3, 3) and abs(c["p"] - 0.05) < 1e-12
     assert c["ratio"] is None  # a seed of zero cost: no ratio
-    c = analysis.compare(runs, "paper", "first_token_share", "elementwise", "static")
+    c = analysis.compare(runs, "experiment/paper", "first_token_share", "elementwise", "static")
     assert c["rule"] and abs(c["ratio"][0] - 0.25 / 0.05) < 1e-12
-    assert analysis.compare(runs, "sink/paper", "first_token_share", "elementwise", "none") is None
+    assert analysis.compare(runs, "experiment/sink/paper", "first_token_share", "elementwise", "none") is None
     lines = analysis.comparison_table(runs, analysis.PRIMARY + analysis.CONTROLS, family=4).splitlines()
     assert "p < 0.0125" in lines[0]
     # set-ups and arms without seeds are left out: 2 primary comparisons and 4 controls (static
@@ -214,8 +214,8 @@ def test_experiment_and_functional_tables():
     assert len(lines) == 1 + 3 and lines[1].startswith("baseline ")
     assert lines[1].rstrip().endswith("3")
     assert "0.150 [0.120, 0.200]" in lines[1]  # the cost of blocking BOS
-    table = analysis.functional_table(runs, [("course", "paper", "bb")], variants=("none", "elementwise"))
+    table = analysis.functional_table(runs, [("course", "experiment/paper", "bb")], variants=("none", "elementwise"))
     assert table.splitlines()[1].split()[-1] == "+0.000"  # the window with BOS costs nothing
     assert "+0.130" in table.splitlines()[1] and "+0.065" in table.splitlines()[1]
-    text = analysis.headline(runs)
+    text = analysis.headline(runs, prefixes=analysis.EXPERIMENT_PREFIXES)
     assert "every seed below every seed: yes, p = 0.05" in text

@@ -98,7 +98,7 @@ def test_an_experiment_run_resumes_where_it_stopped(tmp_path, monkeypatch):
     assert experiment.train_run("course", "wider", 0, tmp_path / "split", steps=6) == resumed
     shipped = experiment.collect(tmp_path / "split", tmp_path / "m.json", tmp_path / "c.pt")
     assert shipped == 1
-    assert list(json.loads((tmp_path / "m.json").read_text())["runs"]) == ["paper/bb/wider/seed0"]
+    assert list(json.loads((tmp_path / "m.json").read_text())["runs"]) == ["experiment/paper/bb/wider/seed0"]
     assert experiment.load_model("course", "wider", 0, tmp_path / "c.pt").config["d_ff"] == 288
 
 
@@ -113,5 +113,6 @@ def test_the_queue_keeps_a_partial_set_balanced():
     order = experiment.queue()
     assert len(order) == len(experiment.ARMS) * len(experiment.SEEDS) * 2 == len(set(order))
     first = order[:10]
-    assert {(setup, arm) for setup, arm, _seed in first} == {("course", "none"), ("course", "elementwise")}
-    assert [seed for *_rest, seed in first] == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
+    assert {setup for setup, _arm, _seed in first} == {"course"}
+    assert [arm for _setup, arm, _seed in first[:5]] == ["none", "elementwise", "wider", "static", "headwise"]
+    assert [seed for *_rest, seed in first] == [0] * 5 + [1] * 5

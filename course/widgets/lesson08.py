@@ -166,7 +166,9 @@ CURVES = {
                  lambda point: point["loss_bos_blocked"] - point["val_loss"]),
     "val_loss": (N_("validation loss"), lambda point: point["val_loss"]),
 }
-CURVE_SETUPS = {"paper": N_("the course's set-up"), "sink/paper": N_("the strong-sink set-up")}
+# the experiment's run-key prefixes (course.lesson08_experiment.run_key)
+CURVE_SETUPS = {"experiment/paper": N_("the course's set-up"),
+                "experiment/sink/paper": N_("the strong-sink set-up")}
 
 
 def curves_of(runs: dict, prefix: str, arm: str, curve: str) -> tuple[list[int], list[list[float]]]:
@@ -181,7 +183,9 @@ def curves_of(runs: dict, prefix: str, arm: str, curve: str) -> tuple[list[int],
 def training_curves(runs: dict, prefixes=tuple(CURVE_SETUPS), curves=tuple(CURVES),
                     arms=tuple(ARM_LABELS)):
     """One panel per set-up and measurement: every seed's curve (thin) and their mean (thick),
-    one colour per arm, drawn from the shipped metrics."""
+    one colour per arm, drawn from the shipped metrics. Set-ups without a logged run are left
+    out (the experiment ships the runs trained so far)."""
+    prefixes = [p for p in prefixes if any(curves_of(runs, p, arm, "share")[1] for arm in arms)] or list(prefixes)[:1]
     fig, axes = plt.subplots(len(prefixes), len(curves), figsize=(4.0 * len(curves), 2.9 * len(prefixes)),
                              layout="constrained", squeeze=False)
     for row, prefix in zip(axes, prefixes):
