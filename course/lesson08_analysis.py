@@ -504,6 +504,8 @@ def experiment_table(runs: dict, setup: str, arms=tuple(ARM_LABELS), keys=EXPERI
             lines.append(f"{pad(label(arm), 20)} " + " ".join(
                 f"{_spread(values(runs, prefix, 'bb', arm, k), '.3f'):>21}" for k in keys)
                 + f" {n_seeds(runs, prefix, 'bb', arm):>3}")
+    if len(lines) == 1:
+        lines.append(_("(no run shipped yet)"))
     return "\n".join(lines)
 
 
