@@ -8,6 +8,8 @@ the text a cell prints, so that tests can reach every rule the lesson applies.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
 from course.columns import pad
@@ -389,6 +391,12 @@ def mann_whitney(lower, higher) -> tuple[float, float]:
     return u, tail / sum(counts)
 
 
+def smallest_p(n1: int, n2: int) -> float:
+    """The smallest p the exact test can give with n1 against n2 seeds (every seed of one side
+    below every seed of the other): 1 / C(n1 + n2, n1)."""
+    return 1 / math.comb(n1 + n2, n1)
+
+
 def ratio_range(higher, lower) -> tuple[float, float, float]:
     """(mean(higher) / mean(lower), and the smallest and largest ratio over all pairings of one
     seed of each): how much lower `lower` is, with the spread the seeds allow."""
@@ -468,7 +476,16 @@ def _comparison_line(setup: str, key: str, lower: str, higher: str, c: dict, alp
             f"{pad(label(lower) + ' < ' + label(higher), 36)} "
             f"{_spread(c['lower'], '.3f'):>21} {_spread(c['higher'], '.3f'):>21} {pad(ratio, 17, '>')} "
             f"{pad(_('yes') if c['rule'] else _('no'), 5, '>')} {c['n'][0]:>3}/{c['n'][1]:<3} "
-            f"{c['p']:>8.1e} {pad(_('yes') if c['p'] <= alpha else _('no'), 8, '>')}")
+            f"{_p_cells(c, alpha)}")
+
+
+def _p_cells(c: dict, alpha: float) -> str:
+    """The p column (only where the seeds could give p <= ALPHA at all) and the verdict at alpha:
+    yes, no, or 'cannot' where no result of these seeds could pass."""
+    p = f"{c['p']:>8.1e}" if smallest_p(*c["n"]) <= ALPHA else pad("-", 8, ">")
+    if smallest_p(*c["n"]) > alpha:
+        return f"{p} {pad(_('cannot'), 8, '>')}"
+    return f"{p} {pad(_('yes') if c['p'] <= alpha else _('no'), 8, '>')}"
 
 
 def comparisons(runs: dict, tests, prefixes=EXPERIMENT_PREFIXES) -> list[tuple]:
@@ -479,8 +496,9 @@ def comparisons(runs: dict, tests, prefixes=EXPERIMENT_PREFIXES) -> list[tuple]:
 
 def comparison_table(runs: dict, tests, family: int, prefixes=EXPERIMENT_PREFIXES) -> str:
     """One line per test and set-up: both sides (mean [min, max] over the seeds), the ratio of
-    the means (its range over seed pairings), the rank rule, the seeds, the exact one-sided p,
-    and whether p passes ALPHA / family (Bonferroni over `family` comparisons)."""
+    the means (its range over seed pairings), the rank rule, the seeds, the exact one-sided p
+    (where the seeds could reach ALPHA at all), and whether p passes ALPHA / family (Bonferroni
+    over `family` comparisons): 'cannot' where no result of these seeds could pass."""
     alpha = ALPHA / family
     head = (f"{pad(_('set-up'), 22)} {pad(_('measure'), 20)} {pad(_('lower?'), 36)} "
             f"{pad(_('first'), 21, '>')} {pad(_('second'), 21, '>')} {pad(_('second/first (range)'), 17, '>')} "
@@ -548,7 +566,13 @@ def headline(runs: dict, arms=("none", "static", "elementwise"), prefixes=SHIPPE
                 continue
             ratio = "" if not c["ratio"] else _("{r:.1f}x lower ({a:.1f}-{b:.1f}x), ").format(
                 r=c["ratio"][0], a=c["ratio"][1], b=c["ratio"][2])
+            rule = _("yes") if c["rule"] else _("no")
+            if smallest_p(*c["n"]) > ALPHA:
+                lines.append("    " + _("G1 elementwise against the baseline: {ratio}every seed below "
+                                        "every seed: {rule}; with {n1} against {n2} seeds no result "
+                                        "can reach p < {alpha}").format(
+                    ratio=ratio, rule=rule, n1=c["n"][0], n2=c["n"][1], alpha=ALPHA))
+                continue
             lines.append("    " + _("G1 elementwise against the baseline: {ratio}every seed below "
-                                    "every seed: {rule}, p = {p:.2g}").format(
-                ratio=ratio, rule=_("yes") if c["rule"] else _("no"), p=c["p"]))
+                                    "every seed: {rule}, p = {p:.2g}").format(ratio=ratio, rule=rule, p=c["p"]))
     return "\n".join(lines)

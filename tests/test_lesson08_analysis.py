@@ -204,8 +204,19 @@ def test_comparisons_give_the_rule_the_exact_p_and_the_ratio():
     # set-ups and arms without seeds are left out: 2 primary comparisons and 4 controls (static
     # against the baseline, elementwise against static, for both measures) in the course's set-up
     assert len(lines) == 1 + 6
-    assert lines[1].rstrip().endswith("no")  # p = 0.05 does not pass 0.0125
+    assert lines[1].rstrip().endswith("cannot")  # 3 against 3 can never pass 0.0125
     assert "5.0e-02" in lines[1] and "  yes " in lines[1]
+    line = analysis.comparison_table(runs, analysis.PRIMARY, family=1).splitlines()[1]
+    assert line.rstrip().endswith(" yes")  # at 0.05 alone, 3 against 3 can pass
+    assert analysis.smallest_p(3, 3) == 1 / 20 and analysis.smallest_p(5, 5) == 1 / 252
+
+
+def test_too_few_seeds_give_no_p():
+    runs = {k: v for k, v in _experiment_runs().items() if k.endswith("seed0")}
+    line = analysis.comparison_table(runs, analysis.PRIMARY, family=4).splitlines()[1]
+    assert "e-0" not in line and "e+0" not in line and line.rstrip().endswith("cannot")
+    text = analysis.headline(runs, prefixes=analysis.EXPERIMENT_PREFIXES)
+    assert "with 1 against 1 seeds no result can reach p < 0.05" in text and "p = " not in text
 
 
 def test_experiment_and_functional_tables():
