@@ -9,7 +9,7 @@
 # - 用代码证明：一个联合投影等于 N 个独立的头；
 # - 统计真实模块的参数：当 c = c_in / N_head 时，更多的头不增加任何开销；
 # - 复制权重后与 `torch.nn.MultiheadAttention` 完全一致；
-# - 看看 Q 和 K 上的偏置给打分加了哪些项，其中哪些被 softmax 抵消；
+# - 看看 Q 和 K 上的偏置给分数加了哪些项，其中哪些被 softmax 抵消；
 # - 画出模块的计算图，用小部件试验头的数量，并让同一个模块走 PyTorch 融合的 `scaled_dot_product_attention`。
 
 # %% en="7cba29c2eb03"
@@ -29,7 +29,7 @@ torch.set_printoptions(precision=4, sci_mode=False)
 # %% [markdown] en="449e47fce4ad"
 # ## 一个头，一个问题
 #
-# 单头（第 02 课）用一组权重 W_q、W_k 给每一对位置打分：只有一种"相关"的概念。一个蛋白质或一个句子同时包含许多关系：哪些残基在空间上靠近，哪些位于同一条链上，哪个词是哪个动词的主语。一个头必须把所有这些关系挤进每对位置的一个打分里，于是学到的是一个模糊的折中。
+# 单头（第 02 课）用一组权重 W_q、W_k 给每一对位置打分：只有一种“相关”的概念。一个蛋白质或一个句子同时包含许多关系：哪些残基在空间上靠近，哪些位于同一条链上，哪个词是哪个动词的主语。一个头必须把所有这些关系挤进每对位置的一个分数里，于是学到的是一个模糊的折中。
 #
 # **多头注意力**并排运行 N_head 个注意力，每个在自己宽度为 c 的子空间中，各有自己的查询、键和值，最后把它们的结果混合起来：
 #
@@ -38,7 +38,7 @@ torch.set_printoptions(precision=4, sci_mode=False)
 # | 输入 x | `(*, L, c_in)` |
 # | q, k, v = linear_q(x), linear_k(x), linear_v(x)：各**一个** Linear，c_in → N_head·c | `(*, L, N_head·c)` |
 # | 拆成多个头 | `(*, N_head, L, c)` |
-# | 每个头的打分 q kᵀ / √c（+ 偏置），沿键做 softmax | `(*, N_head, L, L)`：N_head 个打分矩阵 |
+# | 每个头的分数 q kᵀ / √c（+ 偏置），沿键做 softmax | `(*, N_head, L, L)`：N_head 个分数矩阵 |
 # | weights @ v | `(*, N_head, L, c)` |
 # | 合并：把各个头拼接起来 | `(*, L, N_head·c)` |
 # | linear_o：N_head·c → c_in，带偏置 | `(*, L, c_in)` |
@@ -50,7 +50,7 @@ torch.set_printoptions(precision=4, sci_mode=False)
 #
 # `split_heads(x, N_head)` 把 `(*, L, N_head·c)` 变成 `(*, N_head, L, c)`，**头 h 拥有通道块 h·c … (h+1)·c − 1**。`merge_heads` 是它的逆运算。
 #
-# 诱人的一行写法 `x.view(*batch, N_head, L, c)` 形状对，内容错。`view` 从不移动数字；它只是用新的形状重新读取同一块内存。内存里先是位置 0 的所有通道，然后是位置 1 的所有通道，依此类推。把它读成 (N_head, L, c)，"头 0"就成了前 L·c 个数：是若干个完整的位置，而不是一个通道块。正确的做法是把最后一个轴读作 (N_head, c)——这些通道在内存中相邻，所以 `view` 可以做到——然后用 `transpose` 把头的轴换到 L 前面。
+# 诱人的一行写法 `x.view(*batch, N_head, L, c)` 形状对，内容错。`view` 从不移动数字；它只是用新的形状重新读取同一块内存。内存里先是位置 0 的所有通道，然后是位置 1 的所有通道，依此类推。把它读成 (N_head, L, c)，“头 0”就成了前 L·c 个数：是若干个完整的位置，而不是一个通道块。正确的做法是把最后一个轴读作 (N_head, c)——这些通道在内存中相邻，所以 `view` 可以做到——然后用 `transpose` 把头的轴换到 L 前面。
 #
 # 一个记录自身下标的张量能让这一点一目了然：L = 4 个位置，2 个宽度为 3 的头。第 10 个元素是位置 1 的通道 4，所以它属于头 1。
 
@@ -63,7 +63,7 @@ print("\nright: view(L, N_head, c).transpose(0, 1), head 0 =\n",
       counting.view(L, N_head, c).transpose(0, 1)[0])
 
 # %% [markdown] en="89c58bb93f4a"
-# 错误的版本里，"头 0"拿到了位置 0 和 1 的全部六个通道，被切成四个各含 3 个数的假位置，而且从未见到位置 2 和 3。正确的版本里，头 0 拿到全部 4 个位置的通道 0–2。
+# 错误的版本里，“头 0”拿到了位置 0 和 1 的全部六个通道，被切成四个各含 3 个数的假位置，而且从未见到位置 2 和 3。正确的版本里，头 0 拿到全部 4 个位置的通道 0–2。
 #
 # 在 `exercises/mha.py` 中写出 `split_heads` 和 `merge_heads`（保留任意前导批量轴 `*`）。`merge_heads` 转置回来之后需要用 `reshape` 而不是 `view`：转置之后，同一位置的通道在内存中不再相邻。
 
@@ -89,11 +89,11 @@ check_merge_heads(merge_heads)
 #
 # `forward` 已经为你写好。它把 `attn_dim` 轴移到 −2 位置，算完再移回去，所以同一个模块可以沿 MSA 的行或列做注意力（第 04 课）。门控和全局变体分别属于第 06 课和第 05 课；不要动它们的代码块。
 #
-# **一种新的掩码约定。**第 02 课的掩码与打分形状相同；从现在起，模块对 x 的每个位置接收一个标志，由它自己构造与打分同形的键掩码：
+# **一种新的掩码约定。**第 02 课的掩码与分数形状相同；从现在起，模块对 x 的每个位置接收一个标志，由它自己构造与分数同形的键掩码：
 #
 # | | 第 02 课：`scaled_dot_product_attention` 的 `mask` | 第 03 课起：`MultiHeadAttention` 的 `attention_mask` |
 # |---|---|---|
-# | 形状 | 可广播到打分 `(*, q, k)`；`padding_mask` 给出 `(B, 1, L)` | `x.shape[:-1]`，例如 `(B, L)`：每个位置一个标志 |
+# | 形状 | 可广播到分数 `(*, q, k)`；`padding_mask` 给出 `(B, 1, L)` | `x.shape[:-1]`，例如 `(B, L)`：每个位置一个标志 |
 # | True 表示 | 查询 i 可以看到键 j | 该位置是真实的（不是填充） |
 # | 能表达 | 任何模式：因果、填充，或两者兼有 | 只有填充（对每个查询都相同） |
 #
@@ -202,7 +202,7 @@ for name, module in designs.items():
 print(f"{'estimate 4*c_in^2':<30}{estimate:>12,}")
 
 # %% [markdown] en="f3d84b054936"
-# 宽度守恒时，8 个头的开销与一个头完全相同：262,400 = 4·256² + 256。这些头不是额外的权重；它们是同一组权重被切成的 8 个独立切片。把每个头都加宽到全宽度，参数数量乘以 N_head（2,097,408 ≈ 8 × 4·256²）。一些关于 Transformer 的笔记声称"头越多参数越多，因为每个头都有自己的 W"：这只对加宽的设计成立，而几乎没人这样用。原始 Transformer（512 = 8 × 64）保持宽度守恒，AlphaFold2 的 Evoformer 和 extra-MSA 注意力也是如此；它有两个注意力模块不守恒（模板逐点注意力，以及不变点注意力的标量部分）：
+# 宽度守恒时，8 个头的开销与一个头完全相同：262,400 = 4·256² + 256。这些头不是额外的权重；它们是同一组权重被切成的 8 个独立切片。把每个头都加宽到全宽度，参数数量乘以 N_head（2,097,408 ≈ 8 × 4·256²）。一些关于 Transformer 的笔记声称“头越多参数越多，因为每个头都有自己的 W”：这只对加宽的设计成立，而几乎没人这样用。原始 Transformer（512 = 8 × 64）保持宽度守恒，AlphaFold2 的 Evoformer 和 extra-MSA 注意力也是如此；它有两个注意力模块不守恒（模板逐点注意力，以及不变点注意力的标量部分）：
 
 # %% en="76b608bb5672"
 for where, width, c_head, heads in [("MSA row/column attention", 256, 32, 8),
@@ -274,7 +274,7 @@ print("bias=False vs ours with linear_o.bias zeroed, equal:",
 # %% [markdown] en="1a648450ba9b"
 # ## 为什么 AlphaFold 不给 Q、K、V 加偏置
 #
-# 加上偏置后，查询 i 与键 j 的打分（略去对每一项作用相同的 1/√c）展开为四项：
+# 加上偏置后，查询 i 与键 j 的分数（略去对每一项作用相同的 1/√c）展开为四项：
 #
 # (W_q x_i + b_q) · (W_k x_j + b_k) = **(W_q x_i)·(W_k x_j)** + **(W_q x_i)·b_k** + **b_q·(W_k x_j)** + **b_q·b_k**
 #
@@ -285,7 +285,7 @@ print("bias=False vs ours with linear_o.bias zeroed, equal:",
 # | b_q·(W_k x_j) | 只有 j | 不同的键不同：**保留下来**，是一个对每个查询都相同的按键加分 |
 # | b_q·b_k | 什么都不取决于 | 常数：**被抵消** |
 #
-# 沿键的 softmax 忽略一行内任何不变的量：softmax(s + a) = softmax(s)。所以 b_k 完全消失，而 b_q 只作为一个"某些键通常更有价值"的先验保留下来，这个先验不取决于查询。我们用代码检验每一个论断：
+# 沿键的 softmax 忽略一行内任何不变的量：softmax(s + a) = softmax(s)。所以 b_k 完全消失，而 b_q 只作为一个“某些键通常更有价值”的先验保留下来，这个先验不取决于查询。我们用代码检验每一个论断：
 
 # %% en="ca606a58a0c2"
 generator = torch.Generator().manual_seed(7)
@@ -330,7 +330,7 @@ with torch.no_grad():
 print("b_q removed as well, output unchanged:", same(biased(x), reference_out))
 
 # %% [markdown] en="84c39619c89f"
-# 所以，在没有门控时，3·N_head·c 个偏置数中只有 b_q 起作用，而它的作用（一个按键的先验）AlphaFold2 改由一个专门的通道来提供：加到打分上的注意力**偏置**，比如第 04 课的 pair bias。（AF2 的论文没有说明 Q/K/V 不带偏置的理由；这个论证是本课程自己的。）让 Q/K/V 只做纯粹的内容投影，把所有先验都放进那个显式的偏置里，是一种清晰的分工；许多现代语言模型（例如 LLaMA）也去掉了这些偏置。`linear_o` 保留它的偏置：它的输出被加回残差流，在那里一个自由的偏移是有用的。另一些知名模型（比如 BERT）确实在每个 Linear 上都加了偏置，`nn.MultiheadAttention` 也默认 `bias=True`：这就是 `use_bias_for_embeddings` 存在的原因，让你两种都能搭建。
+# 所以，在没有门控时，3·N_head·c 个偏置数中只有 b_q 起作用，而它的作用（一个按键的先验）AlphaFold2 改由一个专门的通道来提供：加到分数上的注意力**偏置**，比如第 04 课的 pair bias。（AF2 的论文没有说明 Q/K/V 不带偏置的理由；这个论证是本课程自己的。）让 Q/K/V 只做纯粹的内容投影，把所有先验都放进那个显式的偏置里，是一种清晰的分工；许多现代语言模型（例如 LLaMA）也去掉了这些偏置。`linear_o` 保留它的偏置：它的输出被加回残差流，在那里一个自由的偏移是有用的。另一些知名模型（比如 BERT）确实在每个 Linear 上都加了偏置，`nn.MultiheadAttention` 也默认 `bias=True`：这就是 `use_bias_for_embeddings` 存在的原因，让你两种都能搭建。
 
 # %% [markdown] en="6fac1222ec8f"
 # ## 把模块画成图
@@ -344,7 +344,7 @@ from course.plots import show_model_graph
 graph = show_model_graph(MultiHeadAttention(16, 3, 4), torch.randn(2, 5, 16), "MultiHeadAttention")
 
 # %% [markdown] en="cde398039711"
-# 从上往下读（x 为 (2, 5, 16)，4 个宽度为 3 的头）：`movedim` 把注意力轴放到 −2（对行来说什么也不做）；三个 `Linear` 节点是到 12 个通道的联合投影；`view` (2, 5, 4, 3) 和 `transpose` (2, 4, 5, 3) 拆分头（键为了 kᵀ 还多一次 `transpose`）；`matmul` 和 `div` 给出缩放后的打分 (2, 4, 5, 5)；`amax`、`sub`、`exp`、`sum`、`div` 是你在第 01 课写的稳定 softmax；第二个 `matmul` 混合值；`transpose` 和 `reshape` 把头合并回 (2, 5, 12)；最后一个 `Linear` 是 `linear_o`。
+# 从上往下读（x 为 (2, 5, 16)，4 个宽度为 3 的头）：`movedim` 把注意力轴放到 −2（对行来说什么也不做）；三个 `Linear` 节点是到 12 个通道的联合投影；`view` (2, 5, 4, 3) 和 `transpose` (2, 4, 5, 3) 拆分头（键为了 kᵀ 还多一次 `transpose`）；`matmul` 和 `div` 给出缩放后的分数 (2, 4, 5, 5)；`amax`、`sub`、`exp`、`sum`、`div` 是你在第 01 课写的稳定 softmax；第二个 `matmul` 混合值；`transpose` 和 `reshape` 把头合并回 (2, 5, 12)；最后一个 `Linear` 是 `linear_o`。
 #
 # ## 小部件：头、参数、注意力图
 #
@@ -359,7 +359,7 @@ heads_explorer()
 # %% [markdown] en="2c7ade7715ff"
 # ## 生产路径：PyTorch 的融合注意力
 #
-# 你的 `_attention` 显式地构造了 (*, N_head, L, L) 的打分张量：非常适合学习，也适合检查权重。`torch.nn.functional.scaled_dot_product_attention` 用融合内核计算同一个函数，在 GPU 上它从不存储整个打分张量（FlashAttention 和内存高效注意力）。下面是模块的前向传播，只替换了注意力这一步，使用模块自己的权重：
+# 你的 `_attention` 显式地构造了 (*, N_head, L, L) 的分数张量：非常适合学习，也适合检查权重。`torch.nn.functional.scaled_dot_product_attention` 用融合内核计算同一个函数，在 GPU 上它从不存储整个分数张量（FlashAttention 和内存高效注意力）。下面是模块的前向传播，只替换了注意力这一步，使用模块自己的权重：
 
 # %% en="6cadc138db55"
 def forward_with_fused_attention(module, x, attention_mask=None):
@@ -386,7 +386,7 @@ for attn_dim in (-2, -3):
 
 
 # %% [markdown] en="f90899ad79ac"
-# 在这台机器上它快多少？这个单元在三种大小下为两条路径计时（float32，一个 CPU 线程，5 次中最快的一次），只打印比值：绝对时间取决于你的 CPU，而在 GPU 上长序列时的差距要大得多。教学路径把整个 (B, N_head, L, L) 打分张量实际存下来，并在它上面做多遍处理（缩放、掩码、最大值、指数、求和、相除）；融合内核不这样做。在 CPU 上、这么小的尺寸下，比值取决于形状、线程数以及机器上同时还在运行什么，不一定随 L 稳定增长：这个单元会打印这次运行中是否如此。
+# 在这台机器上它快多少？这个单元在三种大小下为两条路径计时（float32，一个 CPU 线程，5 次中最快的一次），只打印比值：绝对时间取决于你的 CPU，而在 GPU 上长序列时的差距要大得多。教学路径把整个 (B, N_head, L, L) 分数张量实际存下来，并在它上面做多遍处理（缩放、掩码、最大值、指数、求和、相除）；融合内核不这样做。在 CPU 上、这么小的尺寸下，比值取决于形状、线程数以及机器上同时还在运行什么，不一定随 L 稳定增长：这个单元会打印这次运行中是否如此。
 #
 # `best_time`（来自 `course/measure.py`）先做一次不计时的预热调用（第一次调用可能要分配内存或选择内核），然后取 5 次中最快的一次：其他程序只会增加时间，不会减少。
 
@@ -418,10 +418,10 @@ print("in this run the gap", "grew with L at every step" if grows else "did not 
 # <details><summary>答案</summary>
 #
 # 1. c = 128 / 4 = 32；4·128² + 128 = 65,664 个参数（下面的单元会打印出来），与一个宽度为 128 的单头相同。
-# 2. `view` 按顺序重新读取内存，所以"头 0"会是前 L·c 个数：若干个完整的位置，而不是每个位置的通道 0…c−1。应当把最后一个轴拆成 (N_head, c)，再把头的轴转置到 L 前面。
+# 2. `view` 按顺序重新读取内存，所以“头 0”会是前 L·c 个数：若干个完整的位置，而不是每个位置的通道 0…c−1。应当把最后一个轴拆成 (N_head, c)，再把头的轴转置到 L 前面。
 # 3. 只有 b_q：它加上 b_q·(W_k x_j)，一个按键的加分，对每个查询都相同。b_k 加上的项在每一行内不变，被沿键的 softmax 抵消；b_v 只让输出平移一个常数，`linear_o` 的偏置可以吸收它。
 # 4. `bias=False` 把 PyTorch 的输出偏置也去掉了；我们的模块保留了 `linear_o.bias`。差的就是这个向量。
-# 5. 取反：`key_padding_mask = ~attention_mask`（PyTorch 的 True 表示"忽略这个键"）。
+# 5. 取反：`key_padding_mask = ~attention_mask`（PyTorch 的 True 表示“忽略这个键”）。
 #
 # </details>
 
@@ -436,5 +436,5 @@ print("c =", 128 // 4, " parameters:", n_parameters(MultiHeadAttention(128, 128 
 # - 当 c = c_in / N_head 时，参数数量保持 4·c_in²（输出偏置再加 c_in）：头换来的是多样性，而不是规模。只有把每个头都加宽，参数才乘以 N_head。
 # - 复制权重后，它等于 `torch.nn.MultiheadAttention`（`batch_first=True`，偏置设置对应，`key_padding_mask = ~attention_mask`）。
 # - Q/K/V 上的偏置几乎不起作用：b_k 和 b_v 被抵消或折叠掉；b_q 只作为一个按键的先验保留下来，而 AlphaFold2 改用显式的注意力偏置来提供它。
-# - `F.scaled_dot_product_attention` 更快地计算同一个模块；下一课用偏置把先验放进打分，并用 `attn_dim` 把模块转 90°。
+# - `F.scaled_dot_product_attention` 更快地计算同一个模块；下一课用偏置把先验放进分数，并用 `attn_dim` 把模块转 90°。
 # - 下一课：[第 04 课，偏置与广播](04_bias_broadcasting.ipynb)。

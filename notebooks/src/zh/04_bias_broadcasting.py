@@ -4,9 +4,9 @@
 # **先修要求：**第 02 课的 `scaled_dot_product_attention` 和第 03 课的 `MultiHeadAttention`（`exercises/mha.py`）：本课给它们加上偏置。
 #
 # **本课你将**
-# - 看看打分上的加性偏置有什么作用，并用滑块移动一个偏置；
+# - 看看分数上的加性偏置有什么作用，并用滑块移动一个偏置；
 # - 用代码构造偏置家族：填充掩码、ALiBi、T5 的分桶相对位置，以及 AlphaFold2 由 pair 表征 z 得到的 pair bias（一个练习）；
-# - 把形状为 (B, N_head, R, R) 的偏置加到形状为 (B, S, N_head, R, R) 的打分上，更一般地加到任意更高阶的打分上（一个练习），并看清为什么大小为 1 的轴必须插在中间，而不是最前面；
+# - 把形状为 (B, N_head, R, R) 的偏置加到形状为 (B, S, N_head, R, R) 的分数上，更一般地加到任意更高阶的分数上（一个练习），并看清为什么大小为 1 的轴必须插在中间，而不是最前面；
 # - 用 `attn_dim` 把同一个 `MultiHeadAttention` 变成行注意力或列注意力；
 # - 在一个玩具 MSA 中，找到任何单条序列都无法揭示的两个位置之间的耦合。
 
@@ -24,13 +24,13 @@ torch.set_printoptions(precision=4, sci_mode=False)
 # %% [markdown] en="9338b1da0003"
 # ## 偏置从哪里进入
 #
-# 第 02 课已经接受一个 `bias`：一个在 softmax 之前加到缩放后打分上的张量。
+# 第 02 课已经接受一个 `bias`：一个在 softmax 之前加到缩放后分数上的张量。
 #
 # weights = softmax(q kᵀ / √c **+ bias**)，沿键计算
 #
-# 内容匹配 q·k 说明查询 i 与键 j 有多契合；偏置为 (i, j) 这一对加上一个**先验**，它不来自两者的内容："相邻的词元更重要"、"这个键是填充"、"AlphaFold 认为残基 i 和 j 相互接触"。内容给出基准，先验加分或减分，softmax 把总和变成权重。
+# 内容匹配 q·k 说明查询 i 与键 j 有多契合；偏置为 (i, j) 这一对加上一个**先验**，它不来自两者的内容：“相邻的词元更重要”、“这个键是填充”、“AlphaFold 认为残基 i 和 j 相互接触”。内容给出基准，先验加分或减分，softmax 把总和变成权重。
 #
-# 不要把它与位置进入 Transformer 的另一种方式混淆：2017 年论文的正弦位置编码（以及 GPT 的可学习位置嵌入）是加到**输入** x 上的，注意力只能通过内容看到位置。偏置家族作用在**打分**上。
+# 不要把它与位置进入 Transformer 的另一种方式混淆：2017 年论文的正弦位置编码（以及 GPT 的可学习位置嵌入）是加到**输入** x 上的，注意力只能通过内容看到位置。偏置家族作用在**分数**上。
 #
 # 一个查询，四个键：给键 3 加上 +2 的偏置，权重就向它移动，其他键为此买单，因为权重之和仍然为 1。
 
@@ -41,7 +41,7 @@ print("without bias:", torch.softmax(scores, dim=-1))
 print("with bias:   ", torch.softmax(scores + bias, dim=-1))
 
 # %% [markdown] en="578c8e355371"
-# 小部件在一个 5 × 5 的打分矩阵上做同样的事：选一个查询 i、一个键 j，以及加在这一对上的偏置 b。只有第 i 行会变。把 b 推到远低于零，键 j 就从第 i 行中消失：掩码不过是一个非常负的偏置。
+# 小部件在一个 5 × 5 的分数矩阵上做同样的事：选一个查询 i、一个键 j，以及加在这一对上的偏置 b。只有第 i 行会变。把 b 推到远低于零，键 j 就从第 i 行中消失：掩码不过是一个非常负的偏置。
 
 # %% tags=["nbval-ignore-output"] en="13e89ff16f7b"
 from course.widgets.lesson04 import pair_bias_explorer
@@ -51,7 +51,7 @@ pair_bias_explorer()
 # %% [markdown] en="1671c604f828"
 # ## 偏置家族
 #
-# 下面每一个成员都产生一个以 `(N_head, q, k)` 结尾（或在那里是大小为 1 的轴）的张量，可以直接加到打分 `(*, N_head, q, k)` 上。它们位于 `exercises/bias.py`；除了 pair bias 和广播辅助函数，其余都已为你写好。
+# 下面每一个成员都产生一个以 `(N_head, q, k)` 结尾（或在那里是大小为 1 的轴）的张量，可以直接加到分数 `(*, N_head, q, k)` 上。它们位于 `exercises/bias.py`；除了 pair bias 和广播辅助函数，其余都已为你写好。
 #
 # ### 作为偏置的填充掩码
 #
@@ -75,7 +75,7 @@ print("bias form == boolean mask:", torch.allclose(by_bias, by_mask, rtol=0, ato
 # %% [markdown] en="787c7be0f7bb"
 # ### ALiBi：按距离施加的固定惩罚
 #
-# ALiBi（Press 等，2022）加上 −m_h·|i − j|：键越远，打分越低，每个头有不同的斜率 m_h，所以有的头看得远，有的只看附近。完全没有参数；当头数是 2 的幂时，斜率构成等比数列 2^(−8/N_head)、2^(−16/N_head)、……（8 个头时：1/2、1/4、……、1/256）。对其他头数，`alibi_slopes` 沿用作者的代码：取低于它的那个 2 的幂的斜率，再从两倍头数的斜率中每隔一个取一个（单元打印了 6 个头的情况）。它是为因果语言模型设计的，那里只有 j ≤ i 才有意义。
+# ALiBi（Press 等，2022）加上 −m_h·|i − j|：键越远，分数越低，每个头有不同的斜率 m_h，所以有的头看得远，有的只看附近。完全没有参数；当头数是 2 的幂时，斜率构成等比数列 2^(−8/N_head)、2^(−16/N_head)、……（8 个头时：1/2、1/4、……、1/256）。对其他头数，`alibi_slopes` 沿用作者的代码：取低于它的那个 2 的幂的斜率，再从两倍头数的斜率中每隔一个取一个（单元打印了 6 个头的情况）。它是为因果语言模型设计的，那里只有 j ≤ i 才有意义。
 
 # %% en="2bac2e8ac200"
 from exercises.bias import alibi_bias, alibi_slopes
@@ -98,7 +98,7 @@ plt.show()
 # %% [markdown] en="982335cead97"
 # ### T5：每个头、每个距离桶一个可学习的标量
 #
-# T5（Raffel 等，2020，建立在 Shaw 等，2018 的基础上）为相对位置 j − i 的每个**桶**，给每个头学习一个数。小距离各有自己的桶；较大的距离共用宽度按对数增长的桶，而最后一个桶接收从某一点起的所有距离（默认 `max_distance=128` 时为 91），不论多远。默认两个方向共 32 个桶，16 个给查询之后的键，16 个给其余的键。在"之前"那一半（j ≤ i）中，桶 0 到 7 就是精确的距离 0 到 7；在"之后"那一半中，距离 1 到 7 映射到桶 17 到 23，而桶 16（查询之后距离为 0）从不使用，因为 j − i = 0 已经落在前一半：
+# T5（Raffel 等，2020，建立在 Shaw 等，2018 的基础上）为相对位置 j − i 的每个**桶**，给每个头学习一个数。小距离各有自己的桶；较大的距离共用宽度按对数增长的桶，而最后一个桶接收从某一点起的所有距离（默认 `max_distance=128` 时为 91），不论多远。默认两个方向共 32 个桶，16 个给查询之后的键，16 个给其余的键。在“之前”那一半（j ≤ i）中，桶 0 到 7 就是精确的距离 0 到 7；在“之后”那一半中，距离 1 到 7 映射到桶 17 到 23，而桶 16（查询之后距离为 0）从不使用，因为 j − i = 0 已经落在前一半：
 
 # %% en="895ce3fe8dec"
 from exercises.bias import RelativePositionBias, relative_position_bucket
@@ -133,7 +133,7 @@ print("bias for L=6:", tuple(t5_bias(6, 6).shape), "  for L=500:", tuple(t5_bias
 print("head 0, query 2, keys 0..5:", t5_bias(6, 6)[0, 2].detach())
 
 # %% [markdown] en="7113dec7b8b0"
-# AlphaFold2 对残基使用同样的想法：残基编号之差 i − j，截断到 ±32，在 65 个区间上做 one-hot，经过一个 Linear 进入初始的 pair 表征 z（补充材料，算法 4，"relpos"）。它并没有止步于此，这就引出了最后一个成员。
+# AlphaFold2 对残基使用同样的想法：残基编号之差 i − j，截断到 ±32，在 65 个区间上做 one-hot，经过一个 Linear 进入初始的 pair 表征 z（补充材料，算法 4，“relpos”）。它并没有止步于此，这就引出了最后一个成员。
 #
 # ### AlphaFold2 的 pair bias
 #
@@ -163,9 +163,9 @@ pair_bias = fill_parameters(PairBias(c_z, N_head), seed=3)(z)
 print("z", tuple(z.shape), "-> pair bias", tuple(pair_bias.shape), "  (B, N_head, R, R)")
 
 # %% [markdown] en="e382ea23d737"
-# ## 广播：轴比打分少的偏置
+# ## 广播：轴比分数少的偏置
 #
-# 行注意力在形状为 `(B, S, R, c_m)` 的 MSA m 的每一条序列上运行（B 个蛋白质，每个 S 条序列，R 个残基）。它的打分形状为 `(B, S, N_head, R, R)`。pair bias 的形状为 `(B, N_head, R, R)`：**没有 S 轴**，因为同一个 pair 先验适用于比对中的每一条序列。
+# 行注意力在形状为 `(B, S, R, c_m)` 的 MSA m 的每一条序列上运行（B 个蛋白质，每个 S 条序列，R 个残基）。它的分数形状为 `(B, S, N_head, R, R)`。pair bias 的形状为 `(B, N_head, R, R)`：**没有 S 轴**，因为同一个 pair 先验适用于比对中的每一条序列。
 #
 # PyTorch 广播时**从右往左**对齐形状，并拉伸大小为 1 的轴；缺少的轴作为大小为 1 的轴添加**在最前面**。把两个形状排在一起：
 #
@@ -201,7 +201,7 @@ print("protein 0, sequence 1 got the bias of protein 1:",
 # %% [markdown] en="583febfa1e28"
 # ### 练习：任意数量的缺失轴
 #
-# 同一个模块要服务不同阶的打分：行注意力 (B, S, N_head, R, R) 配偏置 (B, N_head, R, R)，需要一个大小为 1 的轴；语言模型的打分 (B, N_head, L, L) 配同阶的偏置，一个也不需要；ALiBi 的 (N_head, L, L) 根本没有批量轴，所以大小为 1 的轴放在最前面（没有什么可以插在中间）。一般规则，其中 n = scores_ndim − bias.ndim：
+# 同一个模块要服务不同阶的分数：行注意力 (B, S, N_head, R, R) 配偏置 (B, N_head, R, R)，需要一个大小为 1 的轴；语言模型的分数 (B, N_head, L, L) 配同阶的偏置，一个也不需要；ALiBi 的 (N_head, L, L) 根本没有批量轴，所以大小为 1 的轴放在最前面（没有什么可以插在中间）。一般规则，其中 n = scores_ndim − bias.ndim：
 #
 # `(*batch, N_head, q, k)` → `(*batch, 1, …, 1 (n 个), N_head, q, k)`，其中 batch = `bias.shape[:-3]`。
 #
@@ -227,10 +227,10 @@ print("add_bias == the explicit unsqueeze:", torch.equal(add_bias(scores3, bias3
 #
 # MSA 是一张表：S 行（相关蛋白质的序列，比如每个物种一条）乘 R 列（对齐后的残基位置）。注意力可以沿任一方向进行：
 #
-# - **行注意力**（`attn_dim=-2`，沿 R）：在一条序列内，位置 i 关注位置 j。打分为 R × R，对 S 行中的每一行计算：`(B, S, N_head, R, R)`。
-# - **列注意力**（`attn_dim=-3`，沿 S）：在一个位置上，序列 s 关注其他序列。打分为 S × S，对 R 列中的每一列计算：`(B, R, N_head, S, S)`。
+# - **行注意力**（`attn_dim=-2`，沿 R）：在一条序列内，位置 i 关注位置 j。分数为 R × R，对 S 行中的每一行计算：`(B, S, N_head, R, R)`。
+# - **列注意力**（`attn_dim=-3`，沿 S）：在一个位置上，序列 s 关注其他序列。分数为 S × S，对 R 列中的每一列计算：`(B, R, N_head, S, S)`。
 #
-# 打分总是在同一类事物之间配对：残基对残基，或者序列对序列。`MultiHeadAttention.forward` 一开始做 `x.movedim(attn_dim, -2)`：它把要沿之做注意力的轴移到"序列"的位置，运行与之前相同的代码，再移回去。所以列注意力就是在转置后的表上、用同样的权重做行注意力：
+# 分数总是在同一类事物之间配对：残基对残基，或者序列对序列。`MultiHeadAttention.forward` 一开始做 `x.movedim(attn_dim, -2)`：它把要沿之做注意力的轴移到“序列”的位置，运行与之前相同的代码，再移回去。所以列注意力就是在转置后的表上、用同样的权重做行注意力：
 
 # %% en="5214ab62d378"
 from exercises.mha import MultiHeadAttention
@@ -247,7 +247,7 @@ print("column attention == row attention on the transposed MSA:",
       torch.allclose(by_columns, by_rows_of_transpose, rtol=0, atol=1e-12))
 
 # %% [markdown] en="e016568301ae"
-# pair bias 加在行注意力上：它的打分是 `(B, S, N_head, R, R)`，偏置 `(B, N_head, R, R)` 需要为 S 加一个大小为 1 的轴。传入对齐后的偏置，结果与把每条序列单独用原始偏置运行相同：
+# pair bias 加在行注意力上：它的分数是 `(B, S, N_head, R, R)`，偏置 `(B, N_head, R, R)` 需要为 S 加一个大小为 1 的轴。传入对齐后的偏置，结果与把每条序列单独用原始偏置运行相同：
 
 # %% en="852b98db5b9d"
 with_pair_bias = row_attention(m, bias=broadcastable_bias(pair_bias, 5))
@@ -313,7 +313,7 @@ plt.show()
 #
 # 把 MSA 想象成一份问卷：每条序列是一张填好的答卷，每个位置是一道题。我们要找的不是两张看起来相像的答卷，而是在所有答卷上答案一起变化的两道题。答案关乎位置，证据来自序列。
 #
-# 注意这个统计量是什么：`course/widgets/lesson04.py` 中的 `pair_frequencies` **沿序列轴**对两个位置的 one-hot 列的外积求平均。结果是每对位置 (i, j) 的一个特征，形状为 (R, R, 20, 20)。AlphaFold2 的"外积均值"（outer product mean）从可学习的特征计算同类的东西，写入 z，而 z 又作为行注意力的 pair bias 回来。
+# 注意这个统计量是什么：`course/widgets/lesson04.py` 中的 `pair_frequencies` **沿序列轴**对两个位置的 one-hot 列的外积求平均。结果是每对位置 (i, j) 的一个特征，形状为 (R, R, 20, 20)。AlphaFold2 的“外积均值”（outer product mean）从可学习的特征计算同类的东西，写入 z，而 z 又作为行注意力的 pair bias 回来。
 #
 # 哪种注意力能收集这样的统计？序列 1 的行注意力从来看不到任何其他序列：改变序列 2，序列 1 的行注意力输出保持不变。列注意力在每个位置上混合各条序列，所以序列 1 的输出会变：
 
@@ -329,12 +329,12 @@ for name, attention in (("row", row_attention), ("column", column_attention)):
     print(f"{name:>6} attention: sequence 1's output changed by {change:.3g}")
 
 # %% [markdown] en="7c04f9eb7d41"
-# 所以这两个名字描述的是注意力沿哪个轴进行，而不是发现了什么。两个**位置**（第 37 列和第 54 列）之间的耦合，是由**沿序列方向**——也就是列的方向——的统计发现的；行注意力是消费者，通过 pair bias 读取结果（"读位置 54 时，看一看位置 37"）。
+# 所以这两个名字描述的是注意力沿哪个轴进行，而不是发现了什么。两个**位置**（第 37 列和第 54 列）之间的耦合，是由**沿序列方向**——也就是列的方向——的统计发现的；行注意力是消费者，通过 pair bias 读取结果（“读位置 54 时，看一看位置 37”）。
 #
 # ## 自测
 #
-# 1. 打分 (B, S, N_head, R, R) = (2, 4, 8, 5, 5)，pair bias (2, 8, 5, 5)。`broadcastable_bias` 返回什么，`bias.unsqueeze(0)` 又错在哪里？
-# 2. AlphaFold2 中的三角注意力，打分为 (B, R, N_head, R, R)，来自 z 的偏置为 (B, N_head, R, R)。需要几个大小为 1 的轴，放在哪里？
+# 1. 分数 (B, S, N_head, R, R) = (2, 4, 8, 5, 5)，pair bias (2, 8, 5, 5)。`broadcastable_bias` 返回什么，`bias.unsqueeze(0)` 又错在哪里？
+# 2. AlphaFold2 中的三角注意力，分数为 (B, R, N_head, R, R)，来自 z 的偏置为 (B, N_head, R, R)。需要几个大小为 1 的轴，放在哪里？
 # 3. 为什么填充偏置对真实的键必须是 0（而不是 1）？
 # 4. 32 个桶（双向）、max_distance 为 128 的 T5：j − i = 200 和 j − i = 1000 落在哪个桶里，为什么这样有用？
 # 5. 为什么玩具 MSA 中任何单条序列都无法显示位置 37 和 54 是耦合的？
@@ -343,8 +343,8 @@ for name, attention in (("row", row_attention), ("column", column_attention)):
 #
 # 1. 一个形状为 (2, 1, 8, 5, 5) 的视图。`unsqueeze(0)` 给出 (1, 2, 8, 5, 5)，让 B = 2 与 S = 4 对齐并报错；当 B = S 时它能运行，并把另一个蛋白质的偏置交给每条序列。
 # 2. 一个，放在 B 之后：(B, 1, N_head, R, R)。阶的模式与行注意力相同；模块并不关心这些行来自哪个表征。
-# 3. 偏置是*加*到打分上的：0 让真实键的打分保持不变。（乘性掩码才会用 1。）
-# 4. 两者都落在"之后"那一半的最后一个桶，即桶 31（它从 91 开始）：从那里起的所有距离共用它，所以模型用一张固定的表就能处理任意长度，并把所有远处的键一视同仁。
+# 3. 偏置是*加*到分数上的：0 让真实键的分数保持不变。（乘性掩码才会用 1。）
+# 4. 两者都落在“之后”那一半的最后一个桶，即桶 31（它从 91 开始）：从那里起的所有距离共用它，所以模型用一张固定的表就能处理任意长度，并把所有远处的键一视同仁。
 # 5. 一条序列在每个位置给出一个字母，只是一个样本；耦合是字母在许多序列之间如何共同出现的性质。从一行算出的互信息对每一对位置都是 0；在 48 行上，(37, 54) 是 log 2，诱饵则接近 0。
 #
 # </details>
@@ -355,8 +355,8 @@ print("answer 4:", relative_position_bucket(torch.tensor([200, 1000])).tolist())
 # %% [markdown] en="3389603c8a8e"
 # ## 小结
 #
-# - 偏置是在 softmax 之前加到打分上的先验：填充掩码、ALiBi 的线性距离惩罚、T5 按桶学习的标量，以及 AlphaFold2 由 z 经 LayerNorm → 不带偏置的 Linear 到 N_head → `movedim(-1, -3)` 计算出的 pair bias。
+# - 偏置是在 softmax 之前加到分数上的先验：填充掩码、ALiBi 的线性距离惩罚、T5 按桶学习的标量，以及 AlphaFold2 由 z 经 LayerNorm → 不带偏置的 Linear 到 N_head → `movedim(-1, -3)` 计算出的 pair bias。
 # - 广播从右往左对齐形状，并在最前面补上缺少的轴。带批量轴的偏置，其大小为 1 的轴必须插在它的批量轴与 (N_head, q, k) **之间**：(B, N_head, R, R) → (B, 1, N_head, R, R)，对应 (B, S, N_head, R, R)。插在最前面要么报错，要么悄悄地把蛋白质搞混。
-# - 行注意力和列注意力是同一个模块；`attn_dim` 选择轴（`movedim` 到 −2 再移回）。行的打分是每条序列 R × R，列的打分是每个位置 S × S。
+# - 行注意力和列注意力是同一个模块；`attn_dim` 选择轴（`movedim` 到 −2 再移回）。行的分数是每条序列 R × R，列的分数是每个位置 S × S。
 # - 位置之间的共变是跨序列的统计量：在任何单独一行中都看不到，把各列放在一起看则一目了然。这就是 AlphaFold 需要列注意力的原因，第 05 课会展示它的代价，以及全局注意力如何让它变便宜。
 # - 下一课：[第 05 课，全局注意力](05_global_attention.ipynb)。

@@ -3,7 +3,7 @@
 #
 # **先修要求：**第 03–05 课：你在第 03 课写的 `MultiHeadAttention`，加上第 05 课的 `masked_mean` 和 `is_global`（完整模块的检查也会运行全局注意力）。
 #
-# AlphaFold2 的 Evoformer 中，每个注意力模块都以同样的方式结尾：在输出投影之前，注意力输出被逐通道地乘以一个由模块输入计算出的 sigmoid"门"。本课把这个门加到你的 `MultiHeadAttention` 上，于是它拥有 AF2 的全部旋钮：`attn_dim`、`gated`、`is_global`、`use_bias_for_embeddings`、注意力偏置和填充掩码。
+# AlphaFold2 的 Evoformer 中，每个注意力模块都以同样的方式结尾：在输出投影之前，注意力输出被逐通道地乘以一个由模块输入计算出的 sigmoid“门”。本课把这个门加到你的 `MultiHeadAttention` 上，于是它拥有 AF2 的全部旋钮：`attn_dim`、`gated`、`is_global`、`use_bias_for_embeddings`、注意力偏置和填充掩码。
 #
 # **本课你将**
 # - 手算门控 `sigmoid(linear_g(x)) * o`，并看清为什么它由 x 而不是由 o 计算；
@@ -52,7 +52,7 @@ print("g * o           =", [f"{value:.6f}" for value in (g * o).tolist()])
 #
 # ### AlphaFold2 如何初始化门
 #
-# AF2 用**权重 0、偏置 1** 初始化 `linear_g`。于是在训练开始时，不论 x 是什么，每个词元、每个通道的门都是 sigmoid(1) = 0.73：注意力输出大部分畅通，梯度也能到达两条分支（∂(g·o)/∂o = g = 0.73；∂(g·o)/∂logit = g(1 − g)·o = 0.197·o）。你可能在别处读到门"从 0.5 开始"：那是 PyTorch 默认初始化平均给出的值（小的随机权重，偏置接近 0），而不是 AF2 的选择。
+# AF2 用**权重 0、偏置 1** 初始化 `linear_g`。于是在训练开始时，不论 x 是什么，每个词元、每个通道的门都是 sigmoid(1) = 0.73：注意力输出大部分畅通，梯度也能到达两条分支（∂(g·o)/∂o = g = 0.73；∂(g·o)/∂logit = g(1 − g)·o = 0.197·o）。你可能在别处读到门“从 0.5 开始”：那是 PyTorch 默认初始化平均给出的值（小的随机权重，偏置接近 0），而不是 AF2 的选择。
 
 # %% en="abe76915a6e0"
 x = torch.randn(6, 16, generator=torch.Generator().manual_seed(0))
@@ -180,7 +180,7 @@ print(f"c_in = 256, 8 heads of 32, gated: {n_parameters(wide):,} "
 #
 # ## 5. 带 pair bias 的模块，画成图
 #
-# 在 AF2 的行注意力（算法 7）中，pair 表征 z (R, R, c_z) 给每条序列的 R × R 打分加偏置。一个很薄的包装构造出这个偏置并交给你的模块：z → LayerNorm → 到 N_head 的 Linear（不带偏置）→ 把头的轴移到前面：(N_head, R, R) → 为序列插入一个大小为 1 的轴：(1, N_head, R, R)，它与打分 (S, N_head, R, R) 广播（第 04 课）。你的模块的 `forward` 期望的正是这样一个已经能与打分广播的偏置。
+# 在 AF2 的行注意力（算法 7）中，pair 表征 z (R, R, c_z) 给每条序列的 R × R 分数加偏置。一个很薄的包装构造出这个偏置并交给你的模块：z → LayerNorm → 到 N_head 的 Linear（不带偏置）→ 把头的轴移到前面：(N_head, R, R) → 为序列插入一个大小为 1 的轴：(1, N_head, R, R)，它与分数 (S, N_head, R, R) 广播（第 04 课）。你的模块的 `forward` 期望的正是这样一个已经能与分数广播的偏置。
 
 # %% en="f0f9eb96369f"
 class RowAttentionWithPairBias(nn.Module):
@@ -212,12 +212,12 @@ from course.plots import show_model_graph
 graph = show_model_graph(row_attention, [m_in, z_in], "RowAttentionWithPairBias")
 
 # %% [markdown] en="2114b7e6e23b"
-# 跟着两个输入走。z (7, 7, 6) 经过 `LayerNorm` 和到 4 个头的 `Linear`（7, 7, 4），`movedim`（4, 7, 7）和 `unsqueeze`（1, 4, 7, 7）：这是偏置的路径。m (5, 7, 16) 经过三个投影、头的拆分和缩放后的打分 (5, 4, 7, 7)；偏置在这里、在 softmax 之前被加上（`add`）。门是从 m 出发的那个额外的 `Linear`（到 12 = 4 × 3 个通道），后接 `sigmoid`，再与合并后的注意力输出做 `mul`，就在最后一个 `Linear`（`linear_o`）之前。
+# 跟着两个输入走。z (7, 7, 6) 经过 `LayerNorm` 和到 4 个头的 `Linear`（7, 7, 4），`movedim`（4, 7, 7）和 `unsqueeze`（1, 4, 7, 7）：这是偏置的路径。m (5, 7, 16) 经过三个投影、头的拆分和缩放后的分数 (5, 4, 7, 7)；偏置在这里、在 softmax 之前被加上（`add`）。门是从 m 出发的那个额外的 `Linear`（到 12 = 4 × 3 个通道），后接 `sigmoid`，再与合并后的注意力输出做 `mul`，就在最后一个 `Linear`（`linear_o`）之前。
 #
 # ## 6. 这个门在其他门中的位置
 #
 # - 在 AlphaFold2 中，带门控的注意力模块是算法 7 和 8（MSA 行注意力和列注意力）、13 和 14（三角注意力）以及 19（全局列注意力）。算法 17（模板逐点注意力）不带门控。不变点注意力（算法 22）也没有输出门：它的每头权重 γ^h 缩放的是注意力 logit 内部的点距离项，是另一回事。
-# - 同样的模式，"一个投影的 sigmoid 乘以另一个信号"，也出现在 LSTM（3 个门）、GRU（2 个门）、highway 网络以及 GLU 风格的前馈层中（SwiGLU 用 SiLU 代替普通的 sigmoid）。混合专家（MoE）的路由器是另一种门：它用对各个专家的 softmax（配合 top-k）挑选专家，所以专家之间相互竞争，而没被选中的专家根本不计算；AF2 的门则把一切都算出来，只做过滤。
+# - 同样的模式，“一个投影的 sigmoid 乘以另一个信号”，也出现在 LSTM（3 个门）、GRU（2 个门）、highway 网络以及 GLU 风格的前馈层中（SwiGLU 用 SiLU 代替普通的 sigmoid）。混合专家（MoE）的路由器是另一种门：它用对各个专家的 softmax（配合 top-k）挑选专家，所以专家之间相互竞争，而没被选中的专家根本不计算；AF2 的门则把一切都算出来，只做过滤。
 # - 第 08 课讨论 2025 年的门控注意力论文，它把同一类门放在语言模型的注意力之后，并检验它的结论。
 #
 # ## 自测
@@ -246,4 +246,4 @@ graph = show_model_graph(row_attention, [m_in, z_in], "RowAttentionWithPairBias"
 # - AF2 以权重 0、偏置 1 启动它：每个门都是 0.73，从第一步起就是打开的。
 # - 注意力权重挑选键，每个查询之和为 1；门缩放通道，不做归一化。门永远不会改变注意力图。
 # - 你的 `MultiHeadAttention` 现在拥有 AF2 的所有选项；带门控时，作为普通列注意力它有 20,608 个参数，作为全局列注意力有 13,440 个（c_e = 64，8 × 8）。
-# - 下一课：[第 07 课，注意力周围的 Transformer](07_transformer.ipynb)：位置、归一化、残差，以及第 08 课的语言模型所用的解码器块。
+# - 下一课：[第 07 课，围绕注意力搭建的 Transformer](07_transformer.ipynb)：位置、归一化、残差，以及第 08 课的语言模型所用的解码器块。
