@@ -39,7 +39,7 @@ def below(value: float, limit: float = 1e-12) -> str:
 # %% [markdown] en="41572a44c870"
 # ## 1. 为什么注意力取代了 RNN
 #
-# 在 Transformer 之前，序列要经过循环神经网络。RNN 每一步读一个词元，并携带一个状态：h_t = tanh(W x_t + U h_{t−1} + b)。第 t 步需要 h_{t−1}，所以一个 L 个词元的序列要走 **L 步，一步接一步**，而词元 1 说的话要经过 h 的 99 次更新才能到达词元 100。自注意力从整个序列一次算出每个位置：**一步**，任意两个位置之间只隔一次加权求和（原始笔记 003，§1.2–1.3 和 §7.2）。
+# 在 Transformer 之前，序列要经过循环神经网络。RNN 每一步读一个词元，并携带一个状态：h_t = tanh(W x_t + U h_{t−1} + b)。第 t 步需要 h_{t−1}，所以一个 L 个词元的序列要走 **L 步，一步接一步**，而词元 1 说的话要经过 h 的 99 次更新才能到达词元 100。自注意力从整个序列一次算出每个位置：**一步**，任意两个位置之间只隔一次加权求和（笔记 003，§1.2–1.3 和 §7.2）。
 #
 # 代价是计算量。对宽度 d = 64（一个头；`course/transformer_demos.py` 中的 `operation_counts`）统计乘加次数：
 
@@ -57,7 +57,7 @@ for L in (16, 64, 256, 1024, 4096):
 # %% [markdown] en="34f76c89f1ef"
 # RNN 的计算量随 L 增长，注意力的随 L² 增长（L × L 的分数）。在表中的每个长度上，注意力做的算术都*多于* RNN（光是它的四个投影，开销就是 RNN 两个矩阵的两倍），而且差距随 L 扩大。它赢的地方，赢在它的算术是一次大的并行调用，而不是 L 次相互依赖的小调用。那么实际上它快多少？
 #
-# 原始笔记 003 说“1000 个词元时 RNN 约 1 秒，Transformer 约 0.1 秒；GPU 利用率 10–30% 对 80–95%”。这些数字没有给出来源、硬件或模型规模，所以我们来测量。下面是一个在 Python 循环中逐步运行整条序列的 `nn.RNNCell`，对比你的 `MultiHeadAttention`（4 个宽度为 16 的头）在同一个 x (1, L, 64) 上的一次调用，都在一个 CPU 线程上。计时取决于机器以及机器上同时运行的其他程序，所以测试不比较这些输出。
+# 笔记 003 说“1000 个词元时 RNN 约 1 秒，Transformer 约 0.1 秒；GPU 利用率 10–30% 对 80–95%”。这些数字没有给出来源、硬件或模型规模，所以我们来测量。下面是一个在 Python 循环中逐步运行整条序列的 `nn.RNNCell`，对比你的 `MultiHeadAttention`（4 个宽度为 16 的头）在同一个 x (1, L, 64) 上的一次调用，都在一个 CPU 线程上。计时取决于机器以及机器上同时运行的其他程序，所以测试不比较这些输出。
 
 # %% tags=["nbval-ignore-output"] en="76d281931a51"
 from tqdm.auto import tqdm
@@ -125,7 +125,7 @@ print("output of 苹 in each sentence:", out_first[3, :4], out_second[0, :4], se
 print("mean over tokens, max difference:", below((out_first.mean(0) - out_second.mean(0)).abs().max().item()))
 
 # %% [markdown] en="640d7b2a1a19"
-# 这就是原始笔记 003 中“对Attention来说，这两个句子是一样的”的意思，更精确地说：没有位置信息的自注意力是**置换等变**的。打乱词元，输出也以同样的方式被打乱：“苹”在两个句子中得到完全相同的输出向量，其他每个字也是如此。两个句子并不“一样”（它们的输出以不同的顺序出现），但各个词元的输出是同一个向量*集合*，所以任何不看顺序的东西（比如上面对所有词元求的均值）都无法区分它们。谁吃谁的信息丢失了。
+# 笔记 003 说“对Attention来说，这两个句子是一样的”，更精确的说法是：没有位置信息的自注意力是**置换等变**的。打乱词元，输出也以同样的方式被打乱：“苹”在两个句子中得到完全相同的输出向量，其他每个字也是如此。两个句子并不“一样”（它们的输出以不同的顺序出现），但各个词元的输出是同一个向量*集合*，所以任何不看顺序的东西（比如上面对所有词元求的均值）都无法区分它们。谁吃谁的信息丢失了。
 #
 # 因果掩码本身就能打破这种对称：位置 0 只看到它自己，位置 4 看到全部五个，所以一个词元所在的位置改变了它能看到的东西。（完全不用位置编码训练的仅解码器语言模型，仍然能以这种方式学到位置：Haviv 等，2022。）用你在第 02 课写的函数，简单起见取 q = k = v = x：
 
@@ -168,7 +168,7 @@ plt.show()
 # %% [markdown] en="a9256564fccf"
 # ### PE(pos + k) 是 PE(pos) 的一个固定旋转
 #
-# 原始笔记 003 把“相对位置”列为使用 sin 和 cos 的理由之一。精确的说法是：对每个偏移 k，存在一个矩阵 R_k，对所有 pos 都相同，使得 PE(pos + k) = R_k PE(pos)。每一对都是圆上的一个点 (sin a, cos a)，移动 k 个位置就让它转过角度 k ω_i，不论 a 是多少。所以 R_k 是分块对角的，每一对一个 2 × 2 的旋转，并且只取决于 k。
+# 笔记 003 把“相对位置”列为使用 sin 和 cos 的理由之一。精确的说法是：对每个偏移 k，存在一个矩阵 R_k，对所有 pos 都相同，使得 PE(pos + k) = R_k PE(pos)。每一对都是圆上的一个点 (sin a, cos a)，移动 k 个位置就让它转过角度 k ω_i，不论 a 是多少。所以 R_k 是分块对角的，每一对一个 2 × 2 的旋转，并且只取决于 k。
 #
 # 我们测量两次。第一次不用公式：用最小二乘从 (PE(pos), PE(pos + 3)) 这些对在位置 0–30 上拟合一个矩阵，再在位置 30–60 上拟合一次，把两者都与预测的分块旋转比较。（base 为 10000、d_model 又小时，最慢的几对在 60 个位置上几乎不动，数据无法确定它们的块；所以这次拟合用 base 10 和 d_model = 8，每一对都明显转动。）第二次用真实的 base：预测的 R_3 在全部 1,000 个位置上的每一个都把 PE(pos) 映射到 PE(pos + 3)。
 
@@ -206,7 +206,7 @@ print("with PE added: max |out_second - out_first[order]| =",
 # %% [markdown] en="7fc830871e98"
 # ## 4. 旋转位置编码（RoPE）
 #
-# RoPE（Su 等，2021）是 Llama、Qwen3（门控注意力论文所用的模型）以及大多数当前语言模型的位置方案。它不往嵌入上加任何东西。而是在每个注意力层内部、紧接在分数之前，把 q 和 k 按与其位置成正比的角度，一对通道一对通道地旋转。把 q 旋转角度 a_i、把 k 旋转角度 a_j，它们的点积就变成只取决于 a_i − a_j 的值：分数看到的是**相对**位置 i − j，而 v 保持不变。
+# RoPE（Su 等，2021）是 Llama、Qwen3（门控注意力论文所用的模型）以及大多数当前语言模型的位置方案。它不往嵌入上加任何东西，而是在每个注意力层内部、紧挨着计算分数之前，按与位置成正比的角度，把 q 和 k 逐对通道地旋转。把 q 旋转角度 a_i、把 k 旋转角度 a_j，它们的点积就变成只取决于 a_i − a_j 的值：分数看到的是**相对**位置 i − j，而 v 保持不变。
 #
 # 哪些通道组成一对是一种约定。RoPE 论文把相邻的通道配对 (2i, 2i+1)。Hugging Face 的 Llama 和 Qwen3 代码，以及本课程，使用 **rotate-half**：通道 i 与通道 i + c/2 配对，所以对宽度为 c 的头：
 #
@@ -217,7 +217,7 @@ print("with PE added: max |out_second - out_first[order]| =",
 # out = x * cos(angle) + rotate_half(x) * sin(angle)
 # ```
 #
-# 两种约定都是正确的；它们相差一个固定的通道置换，但用一种约定训练的模型换用另一种就会给出错误的结果。（第 08 课的检查点使用 rotate-half。）
+# 两种约定都对，只差一个固定的通道置换；但用一种约定训练的模型，换成另一种就会算错。（第 08 课训练好的权重用的是 rotate-half。）
 #
 # ### 练习 2：`apply_rope`
 #
@@ -267,11 +267,11 @@ similarity_explorer()
 # %% [markdown] en="9e100fce0265"
 # ## 5. RMSNorm，与 LayerNorm 对照
 #
-# 归一化对每个词元的向量重新缩放，使它的大小保持在一个固定范围内，不论之前发生过什么。原始笔记 003 把 LayerNorm 写成 γ (x − μ)/σ + β，这正是 Ba 等（2016）的公式：其中没有 ε。PyTorch 的 `nn.LayerNorm` 和大多数实现一样，除以的是 √(σ² + ε)，这样常数向量就不会除以零。**RMSNorm**（Zhang 与 Sennrich，2019；Llama、Qwen3）去掉了均值和偏置：
+# 归一化对每个词元的向量重新缩放，使它的大小保持在一个固定范围内，不论之前发生过什么。笔记 003 把 LayerNorm 写成 γ (x − μ)/σ + β，这正是 Ba 等（2016）的公式：其中没有 ε。PyTorch 的 `nn.LayerNorm` 和大多数实现一样，除以的是 √(σ² + ε)，这样常数向量就不会除以零。**RMSNorm**（Zhang 与 Sennrich，2019；Llama、Qwen3）去掉了均值和偏置：
 #
 # RMSNorm(x) = x / √(mean(x²) + ε) · weight，   weight：(d_model,)，初始化为全 1。
 #
-# 它更便宜。它的作者测得，它的质量与 LayerNorm 相当，运行时间少 7–64 %，视模型而定。他们*假设*让 LayerNorm 起作用的是重新缩放，而不是重新居中；他们的实验与这一假设相符，但并不能证明它。
+# RMSNorm 的开销更小。据其作者测量，它的质量与 LayerNorm 相当，运行时间少 7–64 %，具体视模型而定。他们*假设* LayerNorm 起作用靠的是重新缩放，而不是重新居中；他们的实验与这一假设相符，但不能证明它。
 #
 # ### 练习 3：`RMSNorm`
 #
@@ -303,7 +303,7 @@ with torch.no_grad():
 # %% [markdown] en="71d5dc2c471b"
 # ## 6. 深堆栈中的残差和归一化
 #
-# 原始笔记 003 的“残差连接: 缓解梯度消失”和“Layer Norm: 稳定训练”，来测量一下。取 32 个前馈层 f（Linear 64 → 256，GELU，Linear 256 → 64，权重标准差为 1/√fan_in），用四种方式连接：
+# 笔记 003 的“残差连接: 缓解梯度消失”和“Layer Norm: 稳定训练”，来测量一下。取 32 个前馈层 f（Linear 64 → 256，GELU，Linear 256 → 64，权重标准差为 1/√fan_in），用四种方式连接：
 #
 # | 连接方式 | 一层 | |
 # |---|---|---|
@@ -359,7 +359,7 @@ print("  FFN:      ", ffn_moved)
 print("  attention:", attention_moved)
 
 # %% [markdown] en="6ed78fdade4c"
-# 原始笔记 003 接着说“Attention是线性的, FFN引入非线性”。只对了一半：FFN 的 GELU 是非线性的，但注意力也是。它的权重 softmax(q kᵀ/√c) 本身是由 x 计算出来的，所以输出是 x 与 x 的一个非线性函数的乘积。直接在你的 `MultiHeadAttention` 上检验线性：f(2x) = 2 f(x) 和 f(x + y) = f(x) + f(y)；然后冻结权重（从 x 算一次权重，再把它用于另一个输入）：只有这条值的通路是线性的。
+# 笔记 003 接着说“Attention是线性的, FFN引入非线性”。只对了一半：FFN 的 GELU 是非线性的，但注意力也是。它的权重 softmax(q kᵀ/√c) 本身由 x 算出，所以输出是 x 与 x 的非线性函数的乘积。直接在你的 `MultiHeadAttention` 上检验线性：f(2x) = 2 f(x) 和 f(x + y) = f(x) + f(y)；然后冻结权重（从 x 算一次权重，再把它用于另一个输入）：只有这条值的通路是线性的。
 
 # %% en="1bab5b8a6d31"
 y_tokens = torch.randn(5, 8, generator=torch.Generator().manual_seed(8), dtype=torch.float64)
@@ -396,7 +396,7 @@ with torch.no_grad():
 # h = h + FFN(RMSNorm(h))               # Linear(d_model, d_ff)、GELU、Linear(d_ff, d_model)
 # ```
 #
-# 残差流 h 本身从不被归一化；每条分支读取一份归一化后的副本，再把结果加回来。对比原始笔记 003 的 §4.2–4.3，那里画的是 2017 年的 post-norm“Add & Norm”，h = Norm(h + Sublayer(h))。
+# 残差流 h 本身从不被归一化；每条分支读取一份归一化后的副本，再把结果加回来。对比笔记 003 的 §4.2–4.3，那里画的是 2017 年的 post-norm“Add & Norm”，h = Norm(h + Sublayer(h))。
 #
 # ### 练习 4：`DecoderBlock`
 #
@@ -406,7 +406,7 @@ with torch.no_grad():
 # - `self.attn = MultiHeadAttention(d_model, d_model // n_heads, n_heads)`，你在第 03 课写的模块，用它的投影 `linear_q/k/v/o`；
 # - `self.ffn = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))`。
 #
-# 在 `forward(h)` 中，令 x = norm_attn(h)：q, k, v = `split_heads(attn.linear_q(x), n_heads)`，依此类推；有 rope 时，对 q 和 k 做 `apply_rope`（在拆分之后，这样位置沿轴 −2 排列）；你的 `scaled_dot_product_attention(q, k, v, mask=causal_mask(L))`；`merge_heads`；`attn.linear_o`；加到 h 上。然后是 FFN 分支。（RoPE 就是这个块不能简单地调用 `self.attn(x)` 的原因：旋转要插在投影和分数之间。）
+# 在 `forward(h)` 中，令 x = norm_attn(h)：q, k, v = `split_heads(attn.linear_q(x), n_heads)`，依此类推；有 rope 时，对 q 和 k 做 `apply_rope`（在拆分之后，这样位置沿轴 −2 排列）；你的 `scaled_dot_product_attention(q, k, v, mask=causal_mask(L))`；`merge_heads`；`attn.linear_o`；加到 h 上。然后是 FFN 分支。（正因为有 RoPE，这个块不能直接调用 `self.attn(x)`：旋转要插在投影和分数之间。）
 #
 # 检查会测试名字、块是因果的、两条分支都关掉时它返回 h（pre-norm 块是这样；post-norm 块不是）、`rope` 的两种设置、L = 1、批量轴、梯度，以及 h 没有被修改。
 
@@ -417,7 +417,7 @@ from exercises.transformer import DecoderBlock
 check_decoder_block(DecoderBlock)
 
 # %% [markdown] en="173c78183205"
-# 块是因果的，测量为证：改变最后一个词元，之前没有任何位置的输出会动。它的参数，取第 08 课模型的宽度（d_model = 64，4 个头），d_ff = 256：
+# 块是因果的，有测量为证：改动最后一个词元，之前各位置的输出纹丝不动。按第 08 课模型的宽度（d_model = 64，4 个头）、d_ff = 256 统计它的参数：
 
 # %% en="2b43faaff495"
 torch.manual_seed(9)
@@ -471,7 +471,7 @@ from exercises.transformer import CrossAttention
 check_cross_attention(CrossAttention)
 
 # %% [markdown] en="88d426e82df1"
-# 一个含两个源句的批量，“我爱吃苹果”（5 个词元）和“我爱你”（3 个词元，填充到 5），以及四个目标位置。下面是每个目标位置给各个源词元的权重，取填充那个句子的第一个头：填充得不到任何权重，而被填充位置上的编码器输出可以是任何值。
+# 批量里有两个源句：“我爱吃苹果”（5 个词元）和“我爱你”（3 个词元，填充到 5），目标有四个位置。下面是有填充的那个句子第一个头的权重，即每个目标位置分给各个源词元的权重：填充得不到任何权重，所以填充位置上的编码器输出是什么都无所谓。
 
 # %% en="f086035f7111"
 from exercises.attention import attention_weights
@@ -495,7 +495,7 @@ print("padding set to 1000: output changes by", below(moved.item()))
 # %% [markdown] en="dae50b36cc4e"
 # ## 10. 从词元到向量：词嵌入表只学习它用到的那些行
 #
-# 原始笔记 003 §4.7 和 §7.3：文本被切分成词元，每个词元 id 选出词嵌入表的一行（一次查表，`nn.Embedding`），然后加上位置，或者用 RoPE 在注意力内部施加位置。这张表像任何权重一样被学习，但有一个原始笔记指出的特点：一次反向传播之后，只有批量中出现过的词元所在的行有梯度。用了两次的行得到两次使用的梯度之和。
+# 笔记 003 §4.7 和 §7.3：文本被切分成词元，每个词元 id 选出词嵌入表的一行（一次查表，`nn.Embedding`），然后加上位置，或者用 RoPE 在注意力内部施加位置。这张表像任何权重一样被学习，但有一个原始笔记指出的特点：一次反向传播之后，只有批量中出现过的词元所在的行有梯度。用了两次的行得到两次使用的梯度之和。
 
 # %% en="b939366478c2"
 torch.manual_seed(14)
@@ -535,7 +535,7 @@ print("天 is used twice; its gradient equals the sum of both uses:",
 # 1. 每个词元的输出向量在两个句子中完全相同（“苹”得到同一个向量）；只有输出的顺序不同，正如输入的顺序不同一样（置换等变）。任何不看顺序的东西，比如对词元求均值，都完全相同。因果掩码让一个词元能看到什么取决于它在哪里，所以输出不再互为置换。
 # 2. 分块对角：每一对通道一个按 k ω_i 旋转的 2 × 2 旋转。移动 k 个位置给每个角度都加上 k ω_i，不论原来的角度是多少，而这是一个与 pos 无关的旋转。
 # 3. 把 q_i 和 k_j 都按各自的位置旋转之后，分数 q_i·k_j 只取决于 i − j；RoPE 的全部用途就在于此。v 携带要被混合的内容；旋转它会把内容与绝对位置绑在一起。在投影之前旋转 x，会让 W_q 和 W_k 混合不同对的通道，破坏相对性质。
-# 4. 它本身没有错：那是 RoPE 论文的交错约定，是 rotate-half 的一个通道置换，具有同样的相对性质。当用一种约定训练的权重被用于另一种约定时（例如第 08 课的检查点，或者 Hugging Face 的权重），就很重要了：那时结果是错的。
+# 4. 它本身没有错：那是 RoPE 论文的交错约定，是 rotate-half 的一个通道置换，具有同样的相对性质。用一种约定训练的权重被拿到另一种约定下使用时（例如第 08 课训练好的权重，或者 Hugging Face 的权重），问题就来了：结果会是错的。
 # 5. RMSNorm：3/√(9 + ε) ≈ [1, 1, 1, 1]。LayerNorm：先减去均值，剩下 [0, 0, 0, 0]。
 # 6. 在 x ← x + f(x) 下，x 的方差每一层都增加 f(x) 的方差，所以会累积（当 f 保持其输入的尺度时，是几何级数增长）。用 pre-norm 时，f 看到的是单位大小的输入，所以每一层加上的量大致相同：方差线性增长，大小像 √depth 那样增长。
 # 7. Norm(h + 0) = RMSNorm(h)：归一化后的输入，而不是 h。
