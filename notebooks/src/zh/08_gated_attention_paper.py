@@ -185,7 +185,7 @@ print(f"training time of the shipped runs: {minutes:.0f} min in all (one thread 
       "side by side on 2 cores shared with other jobs)")
 
 # %% en="a972d37da72b"
-RETRAIN = False  # True：类论文构建，强汇聚设置，4 个变体，种子 0，lm.RETRAIN_STEPS 步
+RETRAIN = False  # True：类论文构建，强汇点设置，4 个变体，种子 0，lm.RETRAIN_STEPS 步
 if RETRAIN:
     fresh = lm.retrain_main_comparison()
     print(lm.compare_runs(runs, fresh))
