@@ -11,7 +11,8 @@ and scans every Chinese source a learner or instructor reads: the lesson sources
 A never-word may still be *mentioned*: right before a full-width bracket with the English of the
 other thing it names (`注意力汇聚（attention pooling）`: d2l-zh's word, not the sink), or, on the
 glossary page itself, inside backticks. Chinese prose uses full-width quotation marks (“”): an
-ASCII `"` next to a Han character outside code is reported too.
+ASCII `"` next to a Han character outside code is reported too (a quoted ASCII value such as
+`"paper"` in a docstring is code, and stays).
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ READMES = (Path("README.zh-CN.md"), Path("course/release/README.zh-CN.md"))
 HAN = r"\u4e00-\u9fff\u3000-\u303f\uff00-\uffef"
 ASCII_QUOTE = re.compile(rf'(?<=[{HAN}])"|"(?=[{HAN}])')
 CODE_SPAN = re.compile(r"`[^`\n]*`")
+CODE_LITERAL = re.compile(r'"[\x20-\x7e]*?"')  # "paper", "gpt2": a value of the code, not a quotation
 GLOSS = re.compile(r"（([A-Za-z][^）]*)）")
 
 
@@ -154,7 +156,7 @@ def ascii_quotes(root: Path = ROOT) -> list[str]:
             continue
         if fenced or not text.prose:
             continue
-        prose = CODE_SPAN.sub("``", text.text)
+        prose = CODE_LITERAL.sub("", CODE_SPAN.sub("``", text.text))
         if ASCII_QUOTE.search(prose):
             found.append(f"{text.where}: ASCII quotation marks in Chinese prose, write “…”: "
                          f"{text.text.strip()[:80]}")
