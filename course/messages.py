@@ -197,6 +197,10 @@ def update(root: Path = ROOT, lang: str = CHINESE) -> bool:
     else:
         catalog = Catalog(locale=lang, project="attention-course", domain="course",
                           creation_date=template.creation_date)
+    if stub_texts(root) is None:  # no solutions/ here: keep what the stubs say as it is
+        for entry in catalog:
+            if entry.id and {file for file, _ in entry.locations} == {STUB_TEXTS}:
+                template.add(entry.id, None, list(entry.locations), auto_comments=entry.auto_comments)
     catalog.update(template)
     catalog.obsolete.clear()
     catalog.fuzzy = False  # the header is no translation to review
