@@ -12,7 +12,7 @@
 # - 看看 Q 和 K 上的偏置给分数添了哪些项，其中哪些被 softmax 抵消；
 # - 画出模块的计算图，在小部件里改变头数，再让同一个模块改走 PyTorch 融合的 `scaled_dot_product_attention`。
 
-# %% en="7cba29c2eb03"
+# %% en="6715d46028a1"
 import course_setup  # noqa: F401
 
 import math
@@ -22,6 +22,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course.checks.inputs import fill_parameters
+from course.i18n import _  # 打印的文字和图的标签使用笔记本的语言
 from course.measure import best_time, n_parameters
 
 torch.set_printoptions(precision=4, sci_mode=False)
@@ -54,12 +55,12 @@ torch.set_printoptions(precision=4, sci_mode=False)
 #
 # 用一个元素等于自身下标的张量，就能看得一清二楚：L = 4 个位置，2 个头，每头宽度为 3。第 10 个元素是位置 1 的通道 4，属于头 1。
 
-# %% en="be4d54b5b7dd"
+# %% en="9bcdce721e63"
 L, N_head, c = 4, 2, 3
 counting = torch.arange(L * N_head * c).view(L, N_head * c)
 print("x (L, N_head*c):\n", counting)
-print("\nwrong: view(N_head, L, c), head 0 =\n", counting.view(N_head, L, c)[0])
-print("\nright: view(L, N_head, c).transpose(0, 1), head 0 =\n",
+print(_("\nwrong: view(N_head, L, c), head 0 =\n"), counting.view(N_head, L, c)[0])
+print(_("\nright: view(L, N_head, c).transpose(0, 1), head 0 =\n"),
       counting.view(L, N_head, c).transpose(0, 1)[0])
 
 # %% [markdown] en="89c58bb93f4a"
@@ -99,7 +100,7 @@ check_merge_heads(merge_heads)
 #
 # `key_mask_to_flags`（在 `exercises/mha.py` 中，已经写好）把第 02 课的填充掩码 `(B, 1, L)` 变成标志 `(B, L)`，`flags_to_key_mask` 则反过来。因果掩码没有标志形式：键 j 是否可见取决于查询，所以辅助函数会拒绝它。
 
-# %% en="30eef629cc93"
+# %% en="0ec72e6e7b29"
 from exercises.attention import padding_mask
 from exercises.mha import flags_to_key_mask, key_mask_to_flags
 
@@ -109,13 +110,13 @@ try:
 except NotImplementedError:  # 还没写：在这里构造同样的掩码
     lesson02_mask = (torch.arange(5) < lengths[:, None])[:, None, :]
 flags = key_mask_to_flags(lesson02_mask)
-print("lesson 02 mask", tuple(lesson02_mask.shape), "-> attention_mask", tuple(flags.shape))
+print(_("lesson 02 mask"), tuple(lesson02_mask.shape), "-> attention_mask", tuple(flags.shape))
 print(flags)
-print("and back, equal:", torch.equal(flags_to_key_mask(flags), lesson02_mask))
+print(_("and back, equal:"), torch.equal(flags_to_key_mask(flags), lesson02_mask))
 try:
     key_mask_to_flags(torch.ones(5, 5, dtype=torch.bool).tril())
 except ValueError as error:
-    print("causal mask:", error)
+    print(_("causal mask:"), error)
 
 # %% tags=["check"] en="20a09bb84452"
 from course.checks.lesson03 import check_multi_head_attention
@@ -128,7 +129,7 @@ check_multi_head_attention(MultiHeadAttention)
 #
 # 与 `_attention` 相同的步骤，逐步写出：批量里有 2 条序列，每条 5 个词元，c_in = 16，4 个头，每头宽度为 4：
 
-# %% en="8e1b384d7d46"
+# %% en="1b2c5e808313"
 mha = fill_parameters(MultiHeadAttention(c_in=16, c=4, N_head=4), seed=3)
 x = torch.randn(2, 5, 16, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
 
@@ -137,14 +138,14 @@ print("linear_q(x)         ", tuple(q.shape), "   (B, L, N_head*c)")
 q, k, v = (split_heads(layer(x), mha.N_head) for layer in (mha.linear_q, mha.linear_k, mha.linear_v))
 print("split_heads         ", tuple(q.shape), "(B, N_head, L, c)")
 scores = q @ k.transpose(-2, -1) / math.sqrt(mha.c)
-print("scores              ", tuple(scores.shape), "(B, N_head, L, L): one matrix per head")
+print(_("scores              "), tuple(scores.shape), "(B, N_head, L, L): one matrix per head")
 heads_out = torch.softmax(scores, dim=-1) @ v
-print("weights @ v         ", tuple(heads_out.shape), "(B, N_head, L, c)")
+print(_("weights @ v         "), tuple(heads_out.shape), "(B, N_head, L, c)")
 merged = merge_heads(heads_out)
 print("merge_heads         ", tuple(merged.shape), "   (B, L, N_head*c)")
 out = mha.linear_o(merged)
 print("linear_o            ", tuple(out.shape), "   (B, L, c_in)")
-print("same as mha(x):", torch.allclose(out, mha(x), rtol=0, atol=1e-12))
+print(_("same as mha(x):"), torch.allclose(out, mha(x), rtol=0, atol=1e-12))
 
 # %% [markdown] en="b6b306eabc57"
 # ## 一个联合投影 = N 个独立的头
@@ -153,7 +154,7 @@ print("same as mha(x):", torch.allclose(out, mha(x), rtol=0, atol=1e-12))
 #
 # 验证一下：构造 N_head 个独立的单头投影，把联合权重的各个行块复制进去，在 Python 循环里逐个运行这些头，拼接后比较：
 
-# %% en="bdf4c35a6a57"
+# %% en="f4ae1dbaeed7"
 c_in, c, N_head = mha.linear_q.in_features, mha.c, mha.N_head
 separate_heads = []
 for h in range(N_head):
@@ -172,7 +173,7 @@ for head in separate_heads:  # 每个头一次小注意力，不用 view，也�
     outputs.append(weights_h @ v_h)
 loop_result = mha.linear_o(torch.cat(outputs, dim=-1))  # 按顺序拼接头 0、1、……
 
-print("N separate heads == joint projection:",
+print(_("N separate heads == joint projection:"),
       torch.allclose(loop_result, mha(x), rtol=0, atol=1e-12))
 
 
@@ -228,7 +229,7 @@ for where, width, c_head, heads in [("MSA row/column attention", 256, 32, 8),
 #
 # `bias=True`（默认值）让 q、k、v *和*输出都带偏置，所以它对应 `use_bias_for_embeddings=True` 的模块：
 
-# %% en="9d905cce91f6"
+# %% en="279f93b7ee5e"
 c_in, N_head = 16, 4
 ours = fill_parameters(MultiHeadAttention(c_in, c_in // N_head, N_head,
                                           use_bias_for_embeddings=True), seed=5)
@@ -243,16 +244,16 @@ with torch.no_grad():
 
 x = torch.randn(2, 6, c_in, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
 real = torch.tensor([[True] * 6, [True] * 4 + [False] * 2])  # 序列 1 有 2 个填充词元
-theirs_out, _ = theirs(x, x, x, need_weights=False)
-theirs_masked, _ = theirs(x, x, x, key_padding_mask=~real, need_weights=False)
-print("no mask, equal:     ", torch.allclose(ours(x), theirs_out, rtol=0, atol=1e-12))
-print("padding mask, equal:", torch.allclose(ours(x, attention_mask=real), theirs_masked,
+theirs_out = theirs(x, x, x, need_weights=False)[0]
+theirs_masked = theirs(x, x, x, key_padding_mask=~real, need_weights=False)[0]
+print(_("no mask, equal:     "), torch.allclose(ours(x), theirs_out, rtol=0, atol=1e-12))
+print(_("padding mask, equal:"), torch.allclose(ours(x, attention_mask=real), theirs_masked,
                                              rtol=0, atol=1e-12))
 
 # %% [markdown] en="5ac34d387724"
 # AlphaFold 风格的模块（`use_bias_for_embeddings=False`：q、k、v 不带偏置，输出带偏置）在 PyTorch 里找不到完全对应的设置：`bias=False` 连输出偏置也去掉了。对齐的办法有两种：保留 `bias=True`，把 `in_proj_bias` 置零；或者用 `bias=False`，把我们的 `linear_o.bias` 置零：
 
-# %% en="b140436f8eb2"
+# %% en="24942b4604b2"
 af2_style = fill_parameters(MultiHeadAttention(c_in, c_in // N_head, N_head), seed=6)
 with_bias = nn.MultiheadAttention(c_in, N_head, bias=True, batch_first=True).double()
 no_bias = nn.MultiheadAttention(c_in, N_head, bias=False, batch_first=True).double()
@@ -264,11 +265,11 @@ with torch.no_grad():
         twin.out_proj.weight.copy_(af2_style.linear_o.weight)
     with_bias.in_proj_bias.zero_()
     with_bias.out_proj.bias.copy_(af2_style.linear_o.bias)
-print("bias=True, in_proj_bias zeroed, equal:",
+print(_("bias=True, in_proj_bias zeroed, equal:"),
       torch.allclose(af2_style(x), with_bias(x, x, x, need_weights=False)[0], rtol=0, atol=1e-12))
 with torch.no_grad():
     af2_style.linear_o.bias.zero_()
-print("bias=False vs ours with linear_o.bias zeroed, equal:",
+print(_("bias=False vs ours with linear_o.bias zeroed, equal:"),
       torch.allclose(af2_style(x), no_bias(x, x, x, need_weights=False)[0], rtol=0, atol=1e-12))
 
 # %% [markdown] en="1a648450ba9b"
@@ -287,7 +288,7 @@ print("bias=False vs ours with linear_o.bias zeroed, equal:",
 #
 # 沿键的 softmax 不理会一行内的常数：softmax(s + a) = softmax(s)。于是 b_k 完全消失；b_q 只留下一个与查询无关的先验：“某些键一般更重要”。下面用代码逐条验证这些论断：
 
-# %% en="ca606a58a0c2"
+# %% en="0f899031388e"
 generator = torch.Generator().manual_seed(7)
 L, c_in, c = 5, 8, 4
 x = torch.randn(L, c_in, generator=generator, dtype=torch.float64)
@@ -305,18 +306,18 @@ def same(a, b):
     return torch.allclose(a, b, rtol=0, atol=1e-12)
 
 
-print("four terms add up to the biased score:", same(full, content + query_only + key_only + constant))
-print("softmax(full) == softmax(content + key_only):  ",
+print(_("four terms add up to the biased score:"), same(full, content + query_only + key_only + constant))
+print(_("softmax(full) == softmax(content + key_only):  "),
       same(full.softmax(-1), (content + key_only).softmax(-1)))
-print("softmax(full) == softmax(content):             ",
+print(_("softmax(full) == softmax(content):             "),
       same(full.softmax(-1), content.softmax(-1)))
-print("dropping b_k changes nothing:                  ",
+print(_("dropping b_k changes nothing:                  "),
       same(full.softmax(-1), ((x @ W_q.T + b_q) @ (x @ W_k.T).T / math.sqrt(c)).softmax(-1)))
 
 # %% [markdown] en="d985abb1abdc"
 # 值的偏置也好不到哪里去。每行权重之和为 1，所以 Σ_j w_ij (v_j + b_v) = Σ_j w_ij v_j + b_v：每个位置的输出只是平移了 b_v，经过 `linear_o` 后变成常数 W_o b_v，而 `linear_o` 自己的偏置就能吸收它。因此，带全部三个偏置的模块，只要把 W_o b_v 移进输出偏置，计算结果就与只带 b_q 的模块完全相同（唯一的例外：整行被掩盖的查询权重为零，得不到 b_v）。这只对不带门控的模块成立：AF2 的门在 `linear_o` *之前*逐通道乘到 o 上，平移 b_v 于是变成 gate ⊙ b_v，随 x 变化，不能再并成一个常数：
 
-# %% en="d1b8a9d564ea"
+# %% en="c0361121a580"
 biased = fill_parameters(MultiHeadAttention(8, 4, 2, use_bias_for_embeddings=True), seed=8)
 x = torch.randn(3, 5, 8, generator=torch.Generator().manual_seed(9), dtype=torch.float64)
 reference_out = biased(x)
@@ -324,10 +325,10 @@ with torch.no_grad():
     biased.linear_o.bias += biased.linear_o.weight @ biased.linear_v.bias  # 吸收 W_o b_v
     biased.linear_v.bias.zero_()
     biased.linear_k.bias.zero_()
-print("b_k and b_v removed, output unchanged:", same(biased(x), reference_out))
+print(_("b_k and b_v removed, output unchanged:"), same(biased(x), reference_out))
 with torch.no_grad():
     biased.linear_q.bias.zero_()
-print("b_q removed as well, output unchanged:", same(biased(x), reference_out))
+print(_("b_q removed as well, output unchanged:"), same(biased(x), reference_out))
 
 # %% [markdown] en="84c39619c89f"
 # 所以没有门控时，3·N_head·c 个偏置数里只有 b_q 起作用；而它的作用（按键的先验），AlphaFold2 改由专门的通道提供：加到分数上的注意力**偏置**，例如第 04 课的 pair bias。（AF2 的论文没有说明 Q/K/V 为什么不带偏置；这个论证是本课程自己的。）让 Q/K/V 只做纯粹的内容投影，把先验统统放进显式的偏置，分工很清楚；许多现代语言模型（例如 LLaMA）也去掉了这些偏置。`linear_o` 保留偏置：它的输出要加回残差流，在那里可以自由平移是有用的。也有知名模型（例如 BERT）给每个 Linear 都加了偏置，`nn.MultiheadAttention` 默认也是 `bias=True`：`use_bias_for_embeddings` 正是为此而设，让两种模型你都能搭。
@@ -390,7 +391,7 @@ for attn_dim in (-2, -3):
 #
 # `best_time`（来自 `course/measure.py`）先做一次不计时的预热调用（第一次调用可能要分配内存或挑选内核），再取 5 次中最快的一次：其他程序只会让时间变长，不会变短。
 
-# %% tags=["nbval-ignore-output"] en="6a378c7bf29b"
+# %% tags=["nbval-ignore-output"] en="9f3b83950e9a"
 threads = torch.get_num_threads()
 torch.set_num_threads(1)  # 单线程：对两条路径更公平，在繁忙的机器上也更稳定
 ratios = []
@@ -404,7 +405,7 @@ with torch.inference_mode():
         print(f"B={batch}, L={length:>4}: teaching path / fused = {teaching / fused:5.1f}x")
 torch.set_num_threads(threads)
 grows = all(a < b for a, b in zip(ratios, ratios[1:]))
-print("in this run the gap", "grew with L at every step" if grows else "did not grow steadily with L")
+print(_("in this run the gap"), "grew with L at every step" if grows else "did not grow steadily with L")
 
 # %% [markdown] en="bd822382370e"
 # ## 自测

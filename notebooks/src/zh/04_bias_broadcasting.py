@@ -34,11 +34,11 @@ torch.set_printoptions(precision=4, sci_mode=False)
 #
 # 一个查询，四个键：给键 3 加上 +2 的偏置，权重就向它倾斜；权重之和仍然为 1，多出的部分由其他键让出。
 
-# %% en="9c24b8d33da8"
+# %% en="0b9b3085cbcf"
 scores = torch.tensor([1.0, 0.5, 0.2, -0.3], dtype=torch.float64)
 bias = torch.tensor([0.0, 0.0, 0.0, 2.0], dtype=torch.float64)
-print("without bias:", torch.softmax(scores, dim=-1))
-print("with bias:   ", torch.softmax(scores + bias, dim=-1))
+print(_("without bias:"), torch.softmax(scores, dim=-1))
+print(_("with bias:   "), torch.softmax(scores + bias, dim=-1))
 
 # %% [markdown] en="578c8e355371"
 # 小部件在 5 × 5 的分数矩阵上做同样的事：选一个查询 i、一个键 j，再选加在这一对上的偏置 b。只有第 i 行会变。把 b 调到远低于零，键 j 就从第 i 行消失：掩码其实就是极大的负偏置。
@@ -57,33 +57,33 @@ pair_bias_explorer()
 #
 # 第 02 课用布尔值做掩码。加性形式对真实的键取 0，对填充取巨大的负数（AlphaFold2 用 −1e9）：在浮点数中 e^(−1e9) 恰好为 0，被填充的键于是得不到权重。形状 `(B, 1, 1, L)` 在头和查询上广播。
 
-# %% en="7e402f366217"
+# %% en="2c21022c89cc"
 from exercises.attention import scaled_dot_product_attention
 from exercises.bias import padding_bias
 
 real = torch.tensor([[True, True, True, True, True],
                      [True, True, True, False, False]])  # 序列 1：3 个词元 + 2 个填充
 pad_bias = padding_bias(real).double()
-print("padding bias", tuple(pad_bias.shape), "\n", pad_bias[:, 0, 0])
+print(_("padding bias"), tuple(pad_bias.shape), "\n", pad_bias[:, 0, 0])
 
 generator = torch.Generator().manual_seed(0)
 q, k, v = (torch.randn(2, 4, 5, 8, generator=generator, dtype=torch.float64) for _ in range(3))
 by_bias = scaled_dot_product_attention(q, k, v, bias=pad_bias)
 by_mask = scaled_dot_product_attention(q, k, v, mask=real[:, None, None, :])
-print("bias form == boolean mask:", torch.allclose(by_bias, by_mask, rtol=0, atol=1e-12))
+print(_("bias form == boolean mask:"), torch.allclose(by_bias, by_mask, rtol=0, atol=1e-12))
 
 # %% [markdown] en="787c7be0f7bb"
 # ### ALiBi：按距离施加的固定惩罚
 #
 # ALiBi（Press 等，2022）加上 −m_h·|i − j|：键越远，分数越低。每个头的斜率 m_h 不同，所以有的头看得远，有的只看附近。它完全没有参数；头数是 2 的幂时，斜率构成等比数列 2^(−8/N_head)、2^(−16/N_head)、……（8 个头时：1/2、1/4、……、1/256）。头数不是 2 的幂时，`alibi_slopes` 沿用作者代码的做法：先取比头数小的最大 2 的幂对应的斜率，再从两倍头数的斜率中隔一个取一个（单元打印了 6 个头的情况）。ALiBi 是为因果语言模型设计的，那里只有 j ≤ i 才有意义。
 
-# %% en="2bac2e8ac200"
+# %% en="963f3072b5b2"
 from exercises.bias import alibi_bias, alibi_slopes
 
-print("slopes for 8 heads:", alibi_slopes(8))
-print("slopes for 6 heads:", alibi_slopes(6))
+print(_("slopes for 8 heads:"), alibi_slopes(8))
+print(_("slopes for 6 heads:"), alibi_slopes(6))
 alibi = alibi_bias(8, 8)  # (N_head, L, L)
-print("ALiBi bias", tuple(alibi.shape), "head 0, query 0:", alibi[0, 0])
+print(_("ALiBi bias"), tuple(alibi.shape), "head 0, query 0:", alibi[0, 0])
 
 fig, axes = plt.subplots(1, 3, figsize=(9, 2.8), layout="constrained")
 for ax, head in zip(axes, (0, 3, 7)):  # 所有子图共用一个颜色刻度：斜率大的头看得近得多
@@ -100,18 +100,18 @@ plt.show()
 #
 # T5（Raffel 等，2020，基于 Shaw 等，2018）把相对位置 j − i 分进若干**桶**，为每个桶、每个头学习一个数。近距离各占一个桶；远一些的距离共用桶，桶宽按对数增长；超过某个距离（默认 `max_distance=128` 时为 91）后，无论多远都归入最后一个桶。默认两个方向共 32 个桶：16 个给查询之后的键，16 个给其余的键。在“之前”那一半（j ≤ i）里，桶 0 到 7 就是精确的距离 0 到 7；在“之后”那一半里，距离 1 到 7 对应桶 17 到 23，而桶 16（查询之后、距离为 0）从不使用，因为 j − i = 0 已经归入前一半：
 
-# %% en="895ce3fe8dec"
+# %% en="018c41e9604a"
 from exercises.bias import RelativePositionBias, relative_position_bucket
 
 relative = torch.tensor([-300, -128, -100, -50, -20, -12, -8, -7, -1, 0, 1, 2, 7, 8, 20, 50, 128, 300])
 buckets = relative_position_bucket(relative)
 print(" j - i :", " ".join(f"{d:>4}" for d in relative.tolist()))
-print("bucket :", " ".join(f"{b:>4}" for b in buckets.tolist()))
+print(_("bucket :"), " ".join(f"{b:>4}" for b in buckets.tolist()))
 distances = torch.arange(-150, 151)
 all_buckets = relative_position_bucket(distances)
-print("last bucket after the query starts at j - i =", distances[all_buckets == 31].min().item(),
+print(_("last bucket after the query starts at j - i ="), distances[all_buckets == 31].min().item(),
       "; before it at j - i =", distances[all_buckets == 15].max().item())
-print("after the query, j - i = 1..7 -> buckets", relative_position_bucket(torch.arange(1, 8)).tolist(),
+print(_("after the query, j - i = 1..7 -> buckets"), relative_position_bucket(torch.arange(1, 8)).tolist(),
       "; bucket 16 used for some j - i in -300..300:",
       bool((relative_position_bucket(torch.arange(-300, 301)) == 16).any()))
 
@@ -126,11 +126,11 @@ plt.show()
 # %% [markdown] en="429891e4dccc"
 # 这个模块就是 `nn.Embedding(num_buckets, N_head)`：查出每一对所在的桶，再把头的轴挪到前面。它的大小与序列长度无关：
 
-# %% en="6f2f9cb2942b"
+# %% en="568c06a2752e"
 t5_bias = fill_parameters(RelativePositionBias(N_head=4), seed=1)
-print("parameters:", sum(p.numel() for p in t5_bias.parameters()), "= 32 buckets x 4 heads")
-print("bias for L=6:", tuple(t5_bias(6, 6).shape), "  for L=500:", tuple(t5_bias(500, 500).shape))
-print("head 0, query 2, keys 0..5:", t5_bias(6, 6)[0, 2].detach())
+print(_("parameters:"), sum(p.numel() for p in t5_bias.parameters()), "= 32 buckets x 4 heads")
+print(_("bias for L=6:"), tuple(t5_bias(6, 6).shape), "  for L=500:", tuple(t5_bias(500, 500).shape))
+print(_("head 0, query 2, keys 0..5:"), t5_bias(6, 6)[0, 2].detach())
 
 # %% [markdown] en="7113dec7b8b0"
 # AlphaFold2 对残基用了同样的思路：残基编号之差 i − j 截断到 ±32，在 65 个区间上做 one-hot，经过一个 Linear 进入初始的 pair 表征 z（补充材料，算法 4，“relpos”）。但它没有止步于此，这就引出了最后一种偏置。
@@ -177,25 +177,25 @@ print("z", tuple(z.shape), "-> pair bias", tuple(pair_bias.shape), "  (B, N_head
 #
 # 修正的办法是在**偏置的批量轴与最后三个轴之间**插入大小为 1 的轴。如果插在最前面呢？`bias.unsqueeze(0)` 的形状是 (1, 2, 8, 5, 5)，这正是广播本来就会做的事，B 又对上了 S。B = 2、S = 4 时，会直接报错：
 
-# %% en="6e21f693b27c"
+# %% en="2ce266687e1f"
 scores = torch.randn(B, S, N_head, R, R, generator=generator, dtype=torch.float64)
 try:
     scores + pair_bias.unsqueeze(0)
 except RuntimeError as error:
-    print("RuntimeError:", error)
+    print(_("RuntimeError:"), error)
 
 # %% [markdown] en="6cb1f1585428"
 # 更糟的是，大小恰好相同时根本不报错。3 个蛋白质、每个 3 条序列时，插在最前面的写法照样能运行，可每个蛋白质的第 s 条序列悄悄拿到了**蛋白质 s** 的 pair bias，也就是别的蛋白质的偏置：
 
-# %% en="f57d13474940"
+# %% en="dc74db9c4a01"
 z3 = torch.randn(3, R, R, c_z, generator=generator, dtype=torch.float64)
 bias3 = fill_parameters(PairBias(c_z, N_head), seed=3)(z3)  # (3, N_head, R, R)
 scores3 = torch.randn(3, 3, N_head, R, R, generator=generator, dtype=torch.float64)
 wrong = scores3 + bias3.unsqueeze(0)   # (1, 3, ...)：不报错
 right = scores3 + bias3.unsqueeze(1)   # (3, 1, ...)
-print("shapes:", tuple(wrong.shape), tuple(right.shape))
-print("same result:", torch.equal(wrong, right))
-print("protein 0, sequence 1 got the bias of protein 1:",
+print(_("shapes:"), tuple(wrong.shape), tuple(right.shape))
+print(_("same result:"), torch.equal(wrong, right))
+print(_("protein 0, sequence 1 got the bias of protein 1:"),
       torch.allclose(wrong[0, 1] - scores3[0, 1], bias3[1], rtol=0, atol=1e-12))
 
 # %% [markdown] en="583febfa1e28"
@@ -213,14 +213,14 @@ from exercises.bias import add_bias, broadcastable_bias
 
 check_broadcastable_bias(broadcastable_bias)
 
-# %% en="eab7b33863b6"
+# %% en="198382d450c4"
 for bias_shape, scores_shape in [((2, 8, 5, 5), (2, 4, 8, 5, 5)),   # 行注意力 + pair bias
                                  ((2, 8, 5, 5), (2, 8, 5, 5)),      # 阶相同：什么都不用做
                                  ((8, 5, 5), (2, 4, 8, 5, 5)),      # 没有批量轴（类似 ALiBi）
                                  ((2, 3, 8, 5, 5), (2, 3, 4, 6, 8, 5, 5))]:
     aligned = broadcastable_bias(torch.zeros(bias_shape), len(scores_shape))
     print(f"bias {str(bias_shape):<17} scores {str(scores_shape):<23} -> {tuple(aligned.shape)}")
-print("add_bias == the explicit unsqueeze:", torch.equal(add_bias(scores3, bias3), right))
+print(_("add_bias == the explicit unsqueeze:"), torch.equal(add_bias(scores3, bias3), right))
 
 # %% [markdown] en="99e8dd69e75d"
 # ## 行注意力与列注意力：一个模块，`attn_dim`
@@ -232,7 +232,7 @@ print("add_bias == the explicit unsqueeze:", torch.equal(add_bias(scores3, bias3
 #
 # 分数总是在同类事物之间配对：残基对残基，或者序列对序列。`MultiHeadAttention.forward` 第一步是 `x.movedim(attn_dim, -2)`：先把要做注意力的那一轴挪到“序列”轴的位置，运行与之前相同的代码，再挪回去。所以列注意力就是在转置后的表上、用同样的权重做行注意力：
 
-# %% en="5214ab62d378"
+# %% en="15a45a618386"
 from exercises.mha import MultiHeadAttention
 
 m = torch.randn(B, S, R, c_m, generator=generator, dtype=torch.float64)
@@ -242,17 +242,17 @@ column_attention = fill_parameters(MultiHeadAttention(c_m, c_m // N_head, N_head
 
 by_columns = column_attention(m)
 by_rows_of_transpose = row_attention(m.transpose(-3, -2)).transpose(-3, -2)
-print("shapes:", tuple(row_attention(m).shape), tuple(by_columns.shape))
-print("column attention == row attention on the transposed MSA:",
+print(_("shapes:"), tuple(row_attention(m).shape), tuple(by_columns.shape))
+print(_("column attention == row attention on the transposed MSA:"),
       torch.allclose(by_columns, by_rows_of_transpose, rtol=0, atol=1e-12))
 
 # %% [markdown] en="e016568301ae"
 # pair bias 加在行注意力上：分数是 `(B, S, N_head, R, R)`，偏置 `(B, N_head, R, R)` 要为 S 补一个大小为 1 的轴。传入对齐后的偏置，结果与逐条序列使用原始偏置完全相同：
 
-# %% en="852b98db5b9d"
+# %% en="0fb52cc87c33"
 with_pair_bias = row_attention(m, bias=broadcastable_bias(pair_bias, 5))
 one_by_one = torch.stack([row_attention(m[:, s], bias=pair_bias) for s in range(S)], dim=1)
-print("pair bias broadcast over S == sequence by sequence:",
+print(_("pair bias broadcast over S == sequence by sequence:"),
       torch.allclose(with_pair_bias, one_by_one, rtol=0, atol=1e-12))
 
 # %% [markdown] en="fd4de9a0676c"
@@ -262,12 +262,12 @@ print("pair bias broadcast over S == sequence by sequence:",
 #
 # `data/toy_msa.fasta` 是虚构的比对，48 条序列 × 60 个位置（由 `scripts/make_toy_msa.py` 生成）。与原始笔记中的例子一样，其中有两个位置相互耦合：位置 37 是 L（亮氨酸）时，位置 54 必是 V（缬氨酸）；37 是 S（丝氨酸）时，54 必是 T（苏氨酸）。在真实蛋白质中，这种模式说明两个残基很可能在三维空间中相互接触：一处突变，另一处随之突变来补偿。位置 12 和 20 是诱饵：字母相同、比例相同，但各自独立打乱。
 
-# %% en="b158e142b215"
+# %% en="6767ac926abb"
 from course.widgets.lesson04 import column_mutual_information, one_hot_msa, read_fasta
 
 names, sequences = read_fasta()
 print(f"{len(sequences)} sequences x {len(sequences[0])} positions")
-print("          pos 12  pos 20  pos 37  pos 54")
+print(_("          pos 12  pos 20  pos 37  pos 54"))
 for name, row in list(zip(names, sequences))[:6]:
     print(f"{name:<8}" + "".join(f"{row[p - 1]:>8}" for p in (12, 20, 37, 54)))
 
@@ -276,11 +276,11 @@ for name, row in list(zip(names, sequences))[:6]:
 #
 # **一次只看一列**也没用：位置 12 和 37 的字母计数完全相同，20 和 54 也是。
 
-# %% en="3b51dc55eeec"
+# %% en="363716b62574"
 from collections import Counter
 
 msa = one_hot_msa(sequences)  # (S, R, 20)
-print("max mutual information from seq01 alone:", column_mutual_information(msa[:1]).max().item())
+print(_("max mutual information from seq01 alone:"), column_mutual_information(msa[:1]).max().item())
 for position in (12, 37, 20, 54):
     print(f"position {position}: {dict(sorted(Counter(row[position - 1] for row in sequences).items()))}")
 
@@ -349,8 +349,8 @@ for name, attention in (("row", row_attention), ("column", column_attention)):
 #
 # </details>
 
-# %% en="24504db634c1"
-print("answer 4:", relative_position_bucket(torch.tensor([200, 1000])).tolist())
+# %% en="4a1d5005a7ab"
+print(_("answer 4:"), relative_position_bucket(torch.tensor([200, 1000])).tolist())
 
 # %% [markdown] en="3389603c8a8e"
 # ## 小结

@@ -39,12 +39,12 @@ torch.set_printoptions(precision=4, sci_mode=False)
 #
 # 第 04 课的玩具 MSA 有 48 条虚构的序列，每条 60 个位置，其中位置 37 和 54 共变：37 处的 L 总是伴随 54 处的 V，S 伴随 T。位置 12 和 20 的字母相同、比例相同，但各自独立地打乱（诱饵）。
 
-# %% en="20e07bb5b02c"
+# %% en="2bf419365c6e"
 from course.widgets.lesson04 import TOY_MSA, column_mutual_information, one_hot_msa, read_fasta
 
 names, sequences = read_fasta(TOY_MSA)
 msa = one_hot_msa(sequences)  # (S, R, 20)
-print("MSA one-hot:", tuple(msa.shape), " (S sequences, R positions, 20 amino acids)")
+print(_("MSA one-hot:"), tuple(msa.shape), " (S sequences, R positions, 20 amino acids)")
 for name, row in list(zip(names, sequences))[:4]:
     print(f"{name}  ...{row[8:22]}...{row[33:56]}...   pos 12, 20: {row[11]}{row[19]}"
           f"   pos 37, 54: {row[36]}{row[53]}")
@@ -53,7 +53,7 @@ for name, row in list(zip(names, sequences))[:4]:
 # %% [markdown] en="e1807c942fca"
 # 一条序列只能告诉你“37 处是 L，54 处是 V”，每个位置一个样本。两个位置*一起*变化，是跨序列、沿着列统计出来的量，用两列之间的互信息衡量（第 04 课）：只用一条序列，每一对的互信息都是 0，因为只有一个元素的列不可能变化；用全部 48 条序列，耦合的那一对就突显出来，诱饵则不会。
 
-# %% en="eca41d133f86"
+# %% en="e73bffa62cfd"
 def top_pairs(mi, n=3):
     values, flat = mi.triu(1).flatten().topk(n)
     R = mi.shape[0]
@@ -62,9 +62,9 @@ def top_pairs(mi, n=3):
 
 mi_one = column_mutual_information(msa[:1])
 mi_all = column_mutual_information(msa)
-print("largest MI from sequence 1 alone:", round(mi_one.max().item(), 3))
-print("top pairs (position, position, MI in nats) from all 48:", top_pairs(mi_all))
-print("decoys (12, 20):", round(mi_all[11, 19].item(), 3),
+print(_("largest MI from sequence 1 alone:"), round(mi_one.max().item(), 3))
+print(_("top pairs (position, position, MI in nats) from all 48:"), top_pairs(mi_all))
+print(_("decoys (12, 20):"), round(mi_all[11, 19].item(), 3),
       "  ln 2 =", round(math.log(2), 3))
 
 # %% [markdown] en="f7bf556cc8b3"
@@ -95,7 +95,7 @@ with torch.no_grad():
 #
 # 列注意力在每个位置、每个头上，给每一对序列打分：每层 H · R · S² 个数。AlphaFold2 的主 MSA 堆栈最多用 512 条序列（聚类）；extra MSA 堆栈读入的更多。取 R = 300 个残基，H = 8 个头，float32（每个数 4 字节）。这里 **GB = 10⁹ 字节**；旁边也列出 GiB = 2³⁰ 字节，因为不同工具报告的单位不同。
 
-# %% en="90fcff52537b"
+# %% en="57b014b1de8e"
 H, R, BYTES = 8, 300, 4
 
 
@@ -110,7 +110,7 @@ cost_row("plain column attention, S = 1024", H * R * 1024 * 1024)
 cost_row("plain column attention, S = 5120", H * R * 5120 * 5120)
 cost_row("  ... S = 5120, 4 columns at a time", H * 4 * 5120 * 5120)
 cost_row("global column attention, S = 5120", H * R * 1 * 5120)
-print("ratio plain / global at S = 5120:", (H * R * 5120 * 5120) // (H * R * 5120),
+print(_("ratio plain / global at S = 5120:"), (H * R * 5120 * 5120) // (H * R * 5120),
       "  ratio S = 5120 / S = 512 (plain):", (5120 * 5120) // (512 * 512))
 
 # %% [markdown] en="c5adf26c81b7"
@@ -137,17 +137,17 @@ print("ratio plain / global at S = 5120:", (H * R * 5120 * 5120) // (H * R * 512
 #
 # 手算一例：一列 3 条序列，一个头，c = 2，q_s = k_s = x_s，x = [1, 0]、[0, 1]、[1, 1]，标量值 v = 2、4、6。
 
-# %% en="81e3f4153461"
+# %% en="a2bc380f58fa"
 x = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], dtype=torch.float64)
 v = torch.tensor([2.0, 4.0, 6.0], dtype=torch.float64)
 
 plain_weights = torch.softmax(x @ x.T / math.sqrt(2), dim=-1)
-print("plain: 9 scores, one row of weights per sequence\n", plain_weights)
-print("plain: 3 personal outputs", plain_weights @ v)
+print(_("plain: 9 scores, one row of weights per sequence\n"), plain_weights)
+print(_("plain: 3 personal outputs"), plain_weights @ v)
 
 q_mean = x.mean(dim=0)
 scores = x @ q_mean
-print("\nglobal: q_mean =", q_mean, " scores q_mean . k =", scores)
+print(_("\nglobal: q_mean ="), q_mean, " scores q_mean . k =", scores)
 for label, scale in [("with 1/sqrt(c)", math.sqrt(2)), ("without the scale", 1.0)]:
     weights = torch.softmax(scores / scale, dim=-1)
     print(f"global, {label:<17}: weights {weights}  summary {(weights @ v).item():.2f}")
@@ -174,12 +174,12 @@ from exercises.mha import masked_mean
 
 check_masked_mean(masked_mean)
 
-# %% en="82ae2ed301d6"
+# %% en="7ee7f1fc3006"
 # 一列 4 条序列，最后两条是填充（零）：查询的普通均值对带掩码均值
 column = torch.tensor([[2.0, 1.0], [4.0, -1.0], [0.0, 0.0], [0.0, 0.0]])
 real = torch.tensor([True, True, False, False])
-print("plain mean :", column.mean(dim=0))
-print("masked mean:", masked_mean(column, real, dim=0))
+print(_("plain mean :"), column.mean(dim=0))
+print(_("masked mean:"), masked_mean(column, real, dim=0))
 
 # %% [markdown] en="11a4f4dd4199"
 # ## 练习 2：`is_global` 选项
@@ -206,10 +206,10 @@ check_global_attention(MultiHeadAttention)
 #
 # 再算一遍那个手算例子，这次经过你的模块（权重手工设定：q = k = x，通道 0 中 v = 2x₁ + 4x₂，`linear_o` 为恒等映射）。然后取 MSA 中带一行填充的一列：没有门控时，每条真实序列的输出都相同。
 
-# %% en="0037e42c3128"
+# %% en="651f9ccc0f84"
 from course.checks.lesson05 import worked_example
 
-print("worked example through the module:\n", worked_example(MultiHeadAttention).detach())
+print(_("worked example through the module:\n"), worked_example(MultiHeadAttention).detach())
 
 torch.manual_seed(0)
 global_attention = MultiHeadAttention(8, 4, 2, attn_dim=-3, is_global=True).double()
@@ -218,19 +218,19 @@ msa_mask = torch.ones(4, 3, dtype=torch.bool)
 msa_mask[3] = False  # 序列 4 是填充
 with torch.no_grad():
     out = global_attention(msa_x, attention_mask=msa_mask)
-    print("output", tuple(out.shape), "; column 1, sequences 1-3 identical:",
+    print(_("output"), tuple(out.shape), "; column 1, sequences 1-3 identical:",
           torch.allclose(out[0, 0], out[1, 0]) and torch.allclose(out[0, 0], out[2, 0]))
 
 # %% [markdown] en="eac234b610b9"
 # 下面手工加上第 06 课的门控：对每条序列、每个通道，g = sigmoid(linear_g(x))，在 `linear_o` 之前乘到注意力输出上。汇总值仍由各序列共享；乘上门之后，每条序列的结果就各不相同了。
 
-# %% en="382a01e3b970"
+# %% en="988cc617c5e3"
 torch.manual_seed(1)
 linear_g = nn.Linear(8, 2 * 4).double()
 with torch.no_grad():
     summary = global_attention._global_attention(msa_x.movedim(-3, -2), msa_mask.movedim(-2, -1))
     gated = torch.sigmoid(linear_g(msa_x.movedim(-3, -2))) * summary  # (R, S, N_head*c)
-    print("column 1, largest difference between sequences 1 and 2:",
+    print(_("column 1, largest difference between sequences 1 and 2:"),
           f"before the gate {(summary[0, 0] - summary[0, 1]).abs().max().item():.3g},",
           f"after {(gated[0, 0] - gated[0, 1]).abs().max().item():.3g}")
 
@@ -304,8 +304,8 @@ for ax in (ax_time, ax_memory):
     ax.legend()
 plt.show()
 
-# %% en="04cead803552"
-print("memory slopes, rounded:",
+# %% en="db2885f51080"
+print(_("memory slopes, rounded:"),
       {name: round(fit_slope(sizes[name], peaks[name]), 1) for name in sizes})
 
 # %% [markdown] en="6ebc8db07d95"
@@ -336,12 +336,12 @@ for method in METHODS:
         print(f"{method:8} {S:>4} {predicted / 1e3:>13.1f} {measured / 1e3:>12.1f} "
               f"{measured / predicted:>19.3f}")
 
-# %% en="84398352ce66"
+# %% en="7a965b9031cf"
 for method in ["naive", "chunked", "global"]:
     ratios = [agreement[method, S] for S in [64, 128, 256]]
     print(f"{method:8} prediction and measurement agree within 5 %:",
           all(abs(r - 1) <= 0.05 for r in ratios))
-print("sdpa     measured below a tenth of the prediction at S = 256:", agreement["sdpa", 256] < 0.1)
+print(_("sdpa     measured below a tenth of the prediction at S = 256:"), agreement["sdpa", 256] < 0.1)
 
 # %% [markdown] en="3951c8c19407"
 # 对 `naive`、`chunked` 和 `global`，从形状预测的字节数就是 CPU 实际分配的字节数。naive 的峰值是**两个**分数张量加上输出，而不是一个：原始分数 q kᵀ 和缩放后的分数会短暂并存，随后并存的是缩放后的分数和 softmax 权重。`sdpa` 的预测值高得离谱，这本身很有启发：在 `meta` 上，PyTorch 运行的是参考（“math”）实现，会把分数实际存下来；真实的 CPU 调用则选用融合内核，分块遍历键（FlashAttention 的思路），从不持有整张 S × S 的表。只凭形状，无从知道会运行哪个内核。
@@ -420,11 +420,11 @@ print(f"sdpa at S = {sdpa_S:,}: measured {h200['sdpa']['peaks'][-1] / GB:.2f} GB
 #
 # 有 CUDA GPU 时，下一个单元会在它上面运行同样的内存爆炸实验（约 20 秒），并用同样的方式展示。`python scripts/record_gpu_run.py --source "..."` 会把这样一次运行加入已记录的运行。
 
-# %% tags=["nbval-ignore-output"] en="846276f4c9bb"
+# %% tags=["nbval-ignore-output"] en="b171d4294e6a"
 if torch.cuda.is_available():
     gpu_runs.show(gpu_runs.measure(R=300, H=8, c=8, source="this notebook", log=lambda line: None))
 else:
-    print("No CUDA GPU here: the run above, recorded on a real card, is what this cell measures.")
+    print(_("No CUDA GPU here: the run above, recorded on a real card, is what this cell measures."))
 
 # %% [markdown] en="c74bc5566c4c"
 # ### 分块拯救了推理，而不是训练

@@ -15,10 +15,12 @@
 # %% en="e5c138b0f748"
 import course_setup  # noqa: F401  （把课程加入路径，打开 autoreload）
 
-# %% en="8fd3bace1ca1"
+# %% en="3d579536c275"
 
 import torch
 from torch import nn
+
+from course.i18n import _  # 打印的文字使用笔记本的语言
 
 torch.set_printoptions(precision=4, sci_mode=False)
 
@@ -40,11 +42,11 @@ torch.set_printoptions(precision=4, sci_mode=False)
 #
 # 手算一个三通道的例子：o = [1.2, −0.5, 2.0]，门的 logit 为 [−8, 0, 3]。
 
-# %% en="c098887eb5d1"
+# %% en="d4a32d9cd89e"
 o = torch.tensor([1.2, -0.5, 2.0], dtype=torch.float64)
 logits = torch.tensor([-8.0, 0.0, 3.0], dtype=torch.float64)
 g = torch.sigmoid(logits)
-print("sigmoid(logits) =", [f"{value:.6f}" for value in g.tolist()])
+print(_("sigmoid(logits) ="), [f"{value:.6f}" for value in g.tolist()])
 print("g * o           =", [f"{value:.6f}" for value in (g * o).tolist()])
 
 # %% [markdown] en="1b40b857ac22"
@@ -85,14 +87,14 @@ with torch.no_grad():
 #
 # 用固定种子的玩具例子看看数字（5 个词元，4 个通道，每个门都取 AF2 的初始值 0.73）：
 
-# %% en="0b8c110237e0"
+# %% en="a40b1dd7a056"
 from course.widgets.lesson06 import gate_demo
 
 toy = gate_demo([1.0, 1.0, 1.0, 1.0])
-print("attention weights: each row sums to", toy["weights"].sum(dim=-1))
-print("gate:", toy["gate"], " sums to", round(toy["gate"].sum().item(), 3))
+print(_("attention weights: each row sums to"), toy["weights"].sum(dim=-1))
+print(_("gate:"), toy["gate"], " sums to", round(toy["gate"].sum().item(), 3))
 other = gate_demo([-8.0, 0.0, 3.0, 1.0])
-print("other gate logits, same attention weights:", torch.equal(toy["weights"], other["weights"]))
+print(_("other gate logits, same attention weights:"), torch.equal(toy["weights"], other["weights"]))
 
 # %% [markdown] en="28b7c4e46477"
 # ### 小部件：每个通道的门 logit
@@ -182,7 +184,7 @@ print(f"c_in = 256, 8 heads of 32, gated: {n_parameters(wide):,} "
 #
 # 在 AF2 的行注意力（算法 7）中，pair 表征 z (R, R, c_z) 给每条序列的 R × R 分数加偏置。一个很薄的包装负责构造偏置，再交给你的模块：z → LayerNorm → 到 N_head 的 Linear（不带偏置）→ 把头的轴挪到前面：(N_head, R, R) → 为序列插入大小为 1 的轴：(1, N_head, R, R)，它能与分数 (S, N_head, R, R) 广播（第 04 课）。你的模块的 `forward` 要的正是这样一个已经能与分数广播的偏置。
 
-# %% en="f0f9eb96369f"
+# %% en="788b70e8c937"
 class RowAttentionWithPairBias(nn.Module):
     """Gated MSA row attention whose scores get a bias from the pair representation z."""
 
@@ -204,7 +206,7 @@ torch.manual_seed(4)
 row_attention = RowAttentionWithPairBias(c_m=16, c_z=6, c=3, N_head=4)
 m_in = torch.randn(5, 7, 16)  # S=5 条序列，R=7 个残基，c_m=16
 z_in = torch.randn(7, 7, 6)   # pair 表征，c_z=6
-print("output:", tuple(row_attention(m_in, z_in).shape))
+print(_("output:"), tuple(row_attention(m_in, z_in).shape))
 
 # %% tags=["nbval-ignore-output"] en="a91a63373311"
 from course.plots import show_model_graph

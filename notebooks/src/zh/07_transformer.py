@@ -103,7 +103,7 @@ plt.show()
 #
 # 把“我爱吃苹果”的五个字当作词元，给每个字一个嵌入，然后运行你的 `MultiHeadAttention`。再对“苹果吃爱我”做同样的事：同样的词元，顺序是第一个句子的 3、4、2、1、0。
 
-# %% en="2feb398b7702"
+# %% en="1a631ac4bfa6"
 sentence = list("我爱吃苹果")
 vocabulary = {char: i for i, char in enumerate(sorted(set("我爱吃苹果今天气很好")))}
 order = [3, 4, 2, 1, 0]
@@ -117,24 +117,24 @@ with torch.no_grad():
     x_first = embedding(torch.tensor([vocabulary[c] for c in sentence]))  # (5, 8)
     x_second = embedding(torch.tensor([vocabulary[c] for c in shuffled]))
     out_first, out_second = attention(x_first), attention(x_second)
-print("the inputs are a permutation:    x_second == x_first[order]:",
+print(_("the inputs are a permutation:    x_second == x_first[order]:"),
       torch.equal(x_second, x_first[order]))
-print("so are the outputs: max |out_second - out_first[order]| =",
+print(_("so are the outputs: max |out_second - out_first[order]| ="),
       below((out_second - out_first[order]).abs().max().item()))
-print("output of 苹 in each sentence:", out_first[3, :4], out_second[0, :4], sep="\n  ")
-print("mean over tokens, max difference:", below((out_first.mean(0) - out_second.mean(0)).abs().max().item()))
+print(_("output of 苹 in each sentence:"), out_first[3, :4], out_second[0, :4], sep="\n  ")
+print(_("mean over tokens, max difference:"), below((out_first.mean(0) - out_second.mean(0)).abs().max().item()))
 
 # %% [markdown] en="640d7b2a1a19"
 # 笔记 003 说“对Attention来说，这两个句子是一样的”，更精确的说法是：没有位置信息的自注意力是**置换等变**的。打乱词元，输出也以同样的方式被打乱：“苹”在两个句子中得到完全相同的输出向量，其他每个字也是如此。两个句子并不“一样”（它们的输出以不同的顺序出现），但各个词元的输出是同一个向量*集合*，所以任何不看顺序的东西（比如上面对所有词元求的均值）都无法区分它们。谁吃谁的信息丢失了。
 #
 # 因果掩码本身就能打破这种对称：位置 0 只看到它自己，位置 4 看到全部五个，所以一个词元所在的位置改变了它能看到的东西。（完全不用位置编码训练的仅解码器语言模型，仍然能以这种方式学到位置：Haviv 等，2022。）用你在第 02 课写的函数，简单起见取 q = k = v = x：
 
-# %% en="a2f211c974f0"
+# %% en="4ab0dcf61143"
 mask = causal_mask(5)
 with torch.no_grad():
     causal_first = scaled_dot_product_attention(x_first, x_first, x_first, mask=mask)
     causal_second = scaled_dot_product_attention(x_second, x_second, x_second, mask=mask)
-print("causal: max |out_second - out_first[order]| =",
+print(_("causal: max |out_second - out_first[order]| ="),
       below((causal_second - causal_first[order]).abs().max().item()))
 
 # %% [markdown] en="f73d4fe43b8f"
@@ -172,23 +172,23 @@ plt.show()
 #
 # 我们测量两次。第一次不用公式：用最小二乘从 (PE(pos), PE(pos + 3)) 这些对在位置 0–30 上拟合一个矩阵，再在位置 30–60 上拟合一次，把两者都与预测的分块旋转比较。（base 为 10000、d_model 又小时，最慢的几对在 60 个位置上几乎不动，数据无法确定它们的块；所以这次拟合用 base 10 和 d_model = 8，每一对都明显转动。）第二次用真实的 base：预测的 R_3 在全部 1,000 个位置上的每一个都把 PE(pos) 映射到 PE(pos + 3)。
 
-# %% en="a50e799f3a2d"
+# %% en="8acadc6514a1"
 from course.transformer_demos import offset_map, predicted_offset_map
 
 k = 3
 pe_fast = sinusoidal_encoding(64, 8, base=10.0)
 R_early, residual_early = offset_map(pe_fast[:31], k)
 R_late, residual_late = offset_map(pe_fast[30:61], k)
-print("base 10, d_model 8: least-squares fit on positions 0-30 and on 30-60")
-print("  residual of each fit:", below(residual_early, 1e-10), "and", below(residual_late, 1e-10))
-print("  the two fitted matrices differ by", below((R_early - R_late).abs().max().item(), 1e-10))
-print("  fitted against the predicted block rotation:",
+print(_("base 10, d_model 8: least-squares fit on positions 0-30 and on 30-60"))
+print(_("  residual of each fit:"), below(residual_early, 1e-10), "and", below(residual_late, 1e-10))
+print(_("  the two fitted matrices differ by"), below((R_early - R_late).abs().max().item(), 1e-10))
+print(_("  fitted against the predicted block rotation:"),
       below((R_early - predicted_offset_map(8, k, base=10.0)).abs().max().item(), 1e-10))
-print("  R_3, pairs 0 and 1 (the rest of these rows is 0):\n",
+print(_("  R_3, pairs 0 and 1 (the rest of these rows is 0):\n"),
       R_early[:4, :4].round(decimals=4) + 0.0)  # + 0.0 把四舍五入得到的 -0.0 变成 0.0
 pe = sinusoidal_encoding(1000, 16)
 R_3 = predicted_offset_map(16, k)
-print("base 10000, d_model 16: max |PE(pos + 3) - R_3 PE(pos)| over pos 0..996:",
+print(_("base 10000, d_model 16: max |PE(pos + 3) - R_3 PE(pos)| over pos 0..996:"),
       below((pe[k:] - pe[:-k] @ R_3.T).abs().max().item()))
 
 # %% [markdown] en="9ac7cd683cf1"
@@ -196,11 +196,11 @@ print("base 10000, d_model 16: max |PE(pos + 3) - R_3 PE(pos)| over pos 0..996:"
 #
 # 加上位置之后，第 2 节的两个句子就不再互为置换了：
 
-# %% en="d151557c9c1a"
+# %% en="036ecc90f2a5"
 with torch.no_grad():
     positioned_first = attention(x_first + sinusoidal_encoding(5, 8))
     positioned_second = attention(x_second + sinusoidal_encoding(5, 8))
-print("with PE added: max |out_second - out_first[order]| =",
+print(_("with PE added: max |out_second - out_first[order]| ="),
       below((positioned_second - positioned_first[order]).abs().max().item()))
 
 # %% [markdown] en="7fc830871e98"
@@ -286,18 +286,18 @@ check_rms_norm(RMSNorm)
 # %% [markdown] en="dbeec06986f9"
 # 你的 RMSNorm 对比 PyTorch 的 `nn.RMSNorm`，以及对比 `nn.LayerNorm`：在均值已经为 0 的行上，两种归一化结果一致（ε 相同，没有仿射部分）；在有均值的行上它们不一致，只有 LayerNorm 会去掉均值。
 
-# %% en="c54c46d71437"
+# %% en="0f2944eccb91"
 rows = torch.randn(4, 8, generator=torch.Generator().manual_seed(5), dtype=torch.float64) + 2.0
 centred = rows - rows.mean(dim=-1, keepdim=True)
 ours = RMSNorm(8, eps=1e-5).double()
 torch_rms = nn.RMSNorm(8, eps=1e-5).double()
 layer_norm = nn.LayerNorm(8, eps=1e-5, elementwise_affine=False).double()
 with torch.no_grad():
-    print("yours vs nn.RMSNorm:            max difference", below((ours(rows) - torch_rms(rows)).abs().max().item()))
-    print("RMSNorm vs LayerNorm, mean 0:   max difference", below((ours(centred) - layer_norm(centred)).abs().max().item()))
-    print("RMSNorm vs LayerNorm, mean 2:   max difference", below((ours(rows) - layer_norm(rows)).abs().max().item()))
-    print("row means after RMSNorm:  ", ours(rows).mean(-1))
-    print("row means after LayerNorm: all below 1e-12:",
+    print(_("yours vs nn.RMSNorm:            max difference"), below((ours(rows) - torch_rms(rows)).abs().max().item()))
+    print(_("RMSNorm vs LayerNorm, mean 0:   max difference"), below((ours(centred) - layer_norm(centred)).abs().max().item()))
+    print(_("RMSNorm vs LayerNorm, mean 2:   max difference"), below((ours(rows) - layer_norm(rows)).abs().max().item()))
+    print(_("row means after RMSNorm:  "), ours(rows).mean(-1))
+    print(_("row means after LayerNorm: all below 1e-12:"),
           bool(layer_norm(rows).mean(-1).abs().max() < 1e-12))
 
 # %% [markdown] en="71d5dc2c471b"
@@ -345,7 +345,7 @@ plt.show()
 #
 # 原始论文的 FFN 是 FFN(x) = ReLU(x W₁ + b₁) W₂ + b₂，d_ff = 2048 = 4 × 512；当前的大语言模型使用 GELU 或门控变体（Llama 和 Qwen 中的 SwiGLU）。它单独作用于每个词元：改变一个词元，只有那个词元的 FFN 输出会变。注意力则会混合词元：
 
-# %% en="633d09d411eb"
+# %% en="f7482d586cf5"
 torch.manual_seed(6)
 ffn = nn.Sequential(nn.Linear(8, 32), nn.GELU(), nn.Linear(32, 8)).double()
 x_tokens = torch.randn(5, 8, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
@@ -354,14 +354,14 @@ x_changed[2] += 1.0
 with torch.no_grad():
     ffn_moved = (ffn(x_changed) - ffn(x_tokens)).abs().amax(dim=-1)
     attention_moved = (attention(x_changed) - attention(x_tokens)).abs().amax(dim=-1)
-print("token 2 changed; largest change of each token's output:")
-print("  FFN:      ", ffn_moved)
-print("  attention:", attention_moved)
+print(_("token 2 changed; largest change of each token's output:"))
+print(_("  FFN:      "), ffn_moved)
+print(_("  attention:"), attention_moved)
 
 # %% [markdown] en="6ed78fdade4c"
 # 笔记 003 接着说“Attention是线性的, FFN引入非线性”。只对了一半：FFN 的 GELU 是非线性的，但注意力也是。它的权重 softmax(q kᵀ/√c) 本身由 x 算出，所以输出是 x 与 x 的非线性函数的乘积。直接在你的 `MultiHeadAttention` 上检验线性：f(2x) = 2 f(x) 和 f(x + y) = f(x) + f(y)；然后冻结权重（从 x 算一次权重，再把它用于另一个输入）：只有这条值的通路是线性的。
 
-# %% en="1bab5b8a6d31"
+# %% en="19a29f40d8bb"
 y_tokens = torch.randn(5, 8, generator=torch.Generator().manual_seed(8), dtype=torch.float64)
 
 
@@ -377,12 +377,12 @@ def attention_values(x_for_weights, x_for_values, module=attention):
 with torch.no_grad():
     def f(x):
         return attention(x) - attention.linear_o.bias  # 偏置是仿射部分，这里不讨论它
-    print("attention: |f(2x) - 2 f(x)|       =", f"{(f(2 * x_tokens) - 2 * f(x_tokens)).abs().max().item():.3g}")
-    print("attention: |f(x+y) - f(x) - f(y)| =",
+    print(_("attention: |f(2x) - 2 f(x)|       ="), f"{(f(2 * x_tokens) - 2 * f(x_tokens)).abs().max().item():.3g}")
+    print(_("attention: |f(x+y) - f(x) - f(y)| ="),
           f"{(f(x_tokens + y_tokens) - f(x_tokens) - f(y_tokens)).abs().max().item():.3g}")
     frozen = (attention_values(x_tokens, x_tokens + y_tokens)
               - attention_values(x_tokens, x_tokens) - attention_values(x_tokens, y_tokens))
-    print("weights frozen at x, values linear:  ", below(frozen.abs().max().item()))
+    print(_("weights frozen at x, values linear:  "), below(frozen.abs().max().item()))
 
 # %% [markdown] en="85ebc9755dff"
 # 所以 FFN 增加的是逐词元的非线性；注意力的非线性存在于权重之中，这也是第 08 课的门控所依赖的。
@@ -419,7 +419,7 @@ check_decoder_block(DecoderBlock)
 # %% [markdown] en="173c78183205"
 # 块是因果的，有测量为证：改动最后一个词元，之前各位置的输出纹丝不动。按第 08 课模型的宽度（d_model = 64，4 个头）、d_ff = 256 统计它的参数：
 
-# %% en="2b43faaff495"
+# %% en="3082a62c8e4f"
 torch.manual_seed(9)
 block = DecoderBlock(64, 4, 256).double()
 h = torch.randn(1, 6, 64, generator=torch.Generator().manual_seed(10), dtype=torch.float64)
@@ -427,7 +427,7 @@ h_changed = h.clone()
 h_changed[0, -1] = 0.0
 with torch.no_grad():
     moved = (block(h_changed) - block(h)).abs().amax(dim=-1)[0]
-print("change of each position's output when only the last token changes:")
+print(_("change of each position's output when only the last token changes:"))
 print("  ", [below(value) for value in moved.tolist()])
 for name, parameter in block.named_parameters():
     print(f"  {name:<22} {tuple(parameter.shape)}")
@@ -473,7 +473,7 @@ check_cross_attention(CrossAttention)
 # %% [markdown] en="88d426e82df1"
 # 批量里有两个源句：“我爱吃苹果”（5 个词元）和“我爱你”（3 个词元，填充到 5），目标有四个位置。下面是有填充的那个句子第一个头的权重，即每个目标位置分给各个源词元的权重：填充得不到任何权重，所以填充位置上的编码器输出是什么都无所谓。
 
-# %% en="f086035f7111"
+# %% en="7479e232e30b"
 from exercises.attention import attention_weights
 
 torch.manual_seed(11)
@@ -488,16 +488,16 @@ with torch.no_grad():
     garbage = memory.clone()
     garbage[1, 3:] = 1e3
     moved = (cross(targets, garbage, memory_mask) - cross(targets, memory, memory_mask)).abs().max()
-print("weights of the padded sentence, head 0 (rows: target positions, columns: 我 爱 你 pad pad):")
+print(_("weights of the padded sentence, head 0 (rows: target positions, columns: 我 爱 你 pad pad):"))
 print(weights[1, 0])
-print("padding set to 1000: output changes by", below(moved.item()))
+print(_("padding set to 1000: output changes by"), below(moved.item()))
 
 # %% [markdown] en="dae50b36cc4e"
 # ## 10. 从词元到向量：词嵌入表只学习它用到的那些行
 #
 # 笔记 003 §4.7 和 §7.3：文本被切分成词元，每个词元 id 选出词嵌入表的一行（一次查表，`nn.Embedding`），然后加上位置，或者用 RoPE 在注意力内部施加位置。这张表像任何权重一样被学习，但有一个原始笔记指出的特点：一次反向传播之后，只有批量中出现过的词元所在的行有梯度。用了两次的行得到两次使用的梯度之和。
 
-# %% en="b939366478c2"
+# %% en="517c83f646dd"
 torch.manual_seed(14)
 table = nn.Embedding(len(vocabulary), 4).double()
 id_to_char = {i: c for c, i in vocabulary.items()}
@@ -509,10 +509,10 @@ used = sorted(set(batch.flatten().tolist()))
 with_gradient = table.weight.grad.abs().sum(dim=-1).nonzero().flatten().tolist()
 print(f"vocabulary: {''.join(sorted(vocabulary, key=vocabulary.get))} ({len(vocabulary)} rows); "
       f"tokens in the batch: {''.join(id_to_char[i] for i in used)}")
-print("rows with a non-zero gradient:", "".join(id_to_char[i] for i in with_gradient),
+print(_("rows with a non-zero gradient:"), "".join(id_to_char[i] for i in with_gradient),
       f"({len(with_gradient)} of {len(vocabulary)}); 好 was not in the batch")
 both_uses = upstream[1, 1] + upstream[1, 2]  # "天"位于句子 2 的位置 1 和 2
-print("天 is used twice; its gradient equals the sum of both uses:",
+print(_("天 is used twice; its gradient equals the sum of both uses:"),
       torch.allclose(table.weight.grad[vocabulary["天"]], both_uses))
 
 # %% [markdown] en="a3ca3c375142"
