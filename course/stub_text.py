@@ -132,7 +132,7 @@ def localize(stub: str, lang: str) -> str:
     """The English stub `stub` with its messages, docstrings and comments in `lang` (a text
     without a translation stays English); its code unchanged."""
     from course.i18n import translations
-    from course.stubs import parse_stub_message, stub_message
+    from course.stub_message import parse_stub_message, stub_message
 
     catalog = translations(lang)
 

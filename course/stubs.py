@@ -16,7 +16,7 @@ a block that start with `# Hint:` are kept above the raise, so hints are written
 `generate(lang="zh_CN")` writes the same stubs with what they say in Chinese (the handout's
 `LANG=zh`): docstrings, comments and hints through the catalog (course/stub_text.py), and the
 stub's message in its translated form, which the checks recognise in either language
-(`parse_stub_message`).
+(course/stub_message.py).
 """
 from __future__ import annotations
 
@@ -27,13 +27,12 @@ import sys
 from pathlib import Path
 
 from course import ROOT
-from course.i18n import ENGLISH, N_, normalise, translations
+from course.i18n import ENGLISH, normalise
+from course.stub_message import stub_message
 
 BEGIN = re.compile(r"^(?P<indent>\s*)# BEGIN SOLUTION lesson (?P<lesson>\d\d)\s*$")
 END = re.compile(r"^\s*# END SOLUTION\s*$")
 HINT = re.compile(r"^\s*# Hint:")
-# what a stub raises: the checks read the lesson, the function and the file back from it
-STUB_MESSAGE = N_("lesson {lesson}: write {function} in exercises/{filename}")
 HEADER = ("# Your code for the course's exercises: replace each `raise NotImplementedError` below "
           "with your code.\n")
 # exercises/__init__.py: the student's package says what it is, not what solutions/ is
@@ -62,41 +61,6 @@ def enclosing_function(tree: ast.AST, line: int) -> str:
     if not best:
         raise ValueError(f"line {line}: a solution block must sit inside a function")
     return ".".join(best)
-
-
-def stub_message(lesson: str, function: str, filename: str, lang: str = ENGLISH) -> str:
-    """What the stub of `function` raises, in `lang`."""
-    return translations(normalise(lang)).gettext(STUB_MESSAGE).format(
-        lesson=lesson, function=function, filename=filename)
-
-
-def _pattern(template: str) -> re.Pattern:
-    pattern = re.escape(template)
-    for name, group in (("lesson", r"(?P<lesson>\d\d)"), ("function", r"(?P<function>[\w.]+)"),
-                        ("filename", r"(?P<module>\w+)\.py")):
-        pattern = pattern.replace(re.escape("{" + name + "}"), group)
-    return re.compile(pattern)
-
-
-def parse_stub_message(text: str) -> tuple[str, str, str] | None:
-    """(lesson, function, module) of a stub's message in any language of the catalog, or None."""
-    from course.i18n import CHINESE
-
-    for lang in (ENGLISH, CHINESE):
-        match = _pattern(translations(lang).gettext(STUB_MESSAGE)).search(text)
-        if match:
-            return match["lesson"], match["function"], match["module"]
-    return None
-
-
-def stub_left(source: str, lesson: str, attribute: str) -> bool:
-    """Whether `source` still raises the stub of `attribute` (or of one of its methods) for
-    `lesson`, in any language."""
-    for message in re.findall(r'NotImplementedError\("([^"]*)"\)', source):
-        found = parse_stub_message(message)
-        if found and found[0] == lesson and (found[1] == attribute or found[1].startswith(attribute + ".")):
-            return True
-    return False
 
 
 def make_stub(source: str, filename: str, lang: str = ENGLISH) -> str:

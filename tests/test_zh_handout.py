@@ -16,7 +16,8 @@ import pytest
 from course import ROOT
 from course.handout import build, problems
 from course.stub_text import pieces
-from course.stubs import BEGIN, END, generate, parse_stub_message, stub_left, stub_message
+from course.stub_message import parse_stub_message, stub_left, stub_message
+from course.stubs import BEGIN, END, generate
 
 HAN = re.compile(r"[\u4e00-\u9fff]")
 WORD = re.compile(r"(?<![\w.])[A-Za-z]{2,}(?![\w(])")  # an English word, not a code name

@@ -23,7 +23,7 @@ from course.checks.failures import Blocked, CheckFailed, NotImplementedYet
 from course.checks.running import namespaces_of, run_all
 from course.confirm.standins import name_of
 from course.i18n import _
-from course.stubs import parse_stub_message, stub_left
+from course.stub_message import parse_stub_message, stub_left
 
 ISOLATE = "COURSE_ISOLATE"
 
@@ -315,7 +315,7 @@ def _stub(check, impl, outcomes):
         return None
     if own_stub_left(check, impl):
         return None, todo[0]
-    match = parse_stub_message(todo[0].problem)  # English or Chinese stubs (course/stubs.py)
+    match = parse_stub_message(todo[0].problem)  # English or Chinese stubs (course/stub_message.py)
     if match:
         lesson, qualname, module = match
         for used in closure(check):
