@@ -100,8 +100,9 @@ grade-merge: $(STAMP)
 	$(BIN)/python -m course.grading merge --parts $(PARTS) --out "$(OUT)" $(if $(ROSTER),--roster "$(ROSTER)") $(if $(PER_LESSON),--per-lesson)
 
 # The student release: the course without solutions/, checks working from recorded results.
+# LANG=zh: exercises/ (docstrings, hints, stub messages) and README.md in Chinese.
 handout: $(STAMP)
-	$(BIN)/python -m course.handout --out "$(OUT)"
+	$(BIN)/python -m course.handout --out "$(OUT)"$(if $(ZH), --lang zh)
 
 # Screenshots of every widget in a real browser, for the README.
 screenshots: $(STAMP)

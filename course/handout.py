@@ -1,6 +1,11 @@
 """The student release: the course without `solutions/`.
 
     python -m course.handout --out DIR        # or: make handout OUT=DIR
+    python -m course.handout --out DIR --lang zh   # or: make handout OUT=DIR LANG=zh
+
+`--lang zh` gives a Chinese handout: the same code, with exercises/ whose docstrings, comments,
+hints and stub messages are Chinese (course/stub_text.py) and the Chinese release README as
+README.md (the English one beside it as README.en.md).
 
 The handout holds the notebooks (with their committed outputs), the machinery in `course/`
 (checks, widgets, plots), the recorded reference results in `course/reference_data/` (so every
@@ -55,8 +60,9 @@ def _ignore(source: Path, dest: Path):
     return ignore
 
 
-def build(dest: Path, source: Path = ROOT) -> Path:
-    """Write the handout to `dest` (replaced if it is an earlier handout or empty); return it."""
+def build(dest: Path, source: Path = ROOT, lang: str = "en") -> Path:
+    """Write the handout to `dest` (replaced if it is an earlier handout or empty); return it.
+    `lang` "zh": exercises/ and README.md in Chinese."""
     dest, source = Path(dest), Path(source)
     if dest.exists():
         if not dest.is_dir() or (any(dest.iterdir()) and not (dest / MARKER).exists()):
@@ -69,9 +75,11 @@ def build(dest: Path, source: Path = ROOT) -> Path:
 
         for old in (dest / "exercises").glob("*.py"):
             old.unlink()
-        write(exercises=dest / "exercises", solutions=solutions)
+        write(exercises=dest / "exercises", solutions=solutions, lang=lang)
     for readme in ("README.md", "README.zh-CN.md"):  # English and Chinese
         shutil.copy2(RELEASE / readme, dest / readme)
+    if lang.startswith("zh"):
+        chinese_readme(dest)
     config = dest / "pytest.ini"
     if config.exists():  # the release has no tests/: its pytest runs the release's own tests
         config.write_text(re.sub(r"(?m)^testpaths\s*=.*$", f"testpaths = {RELEASE_TESTS}",
@@ -81,6 +89,16 @@ def build(dest: Path, source: Path = ROOT) -> Path:
         (dest / "Makefile").write_text(student_makefile(makefile.read_text()))
     (dest / MARKER).write_text("made by `python -m course.handout`; safe to delete\n")
     return dest
+
+
+def chinese_readme(dest: Path) -> None:
+    """The Chinese release README as the README.md a student opens first; the English one as
+    README.en.md, each linking to the other."""
+    english = (dest / "README.md").read_text().replace("(README.zh-CN.md)", "(README.md)")
+    (dest / "README.en.md").write_text(english)
+    chinese = (dest / "README.zh-CN.md").read_text().replace("[English](README.md)", "[English](README.en.md)")
+    (dest / "README.md").write_text(chinese)
+    (dest / "README.zh-CN.md").unlink()
 
 
 def student_makefile(text: str, drop=DEVELOPER_TARGETS) -> str:
@@ -135,11 +153,12 @@ def problems(handout: Path) -> list[str]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="write the student release (no solutions/)")
     parser.add_argument("--out", required=True, type=Path, help="folder to write the handout to")
+    parser.add_argument("--lang", default="en", help="zh: Chinese exercises/ and README (default: en)")
     args = parser.parse_args(argv)
     if not str(args.out).strip():
         parser.error("give a folder: make handout OUT=<dir>")
     try:
-        dest = build(args.out)
+        dest = build(args.out, lang=args.lang)
     except FileExistsError as err:
         parser.error(str(err))
     issues = problems(dest)

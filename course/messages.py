@@ -16,6 +16,10 @@ message: `course.checks.registry.learner_texts()` lists them, and they join the 
 location `course/checks/lesson*.py` (read in a fresh process for a copy of the code whose checks
 differ from these). Babel misses a `_("...")` inside an f-string; `in_f_strings` finds it.
 
+What the exercise stubs say (their docstrings, comments and `# Hint:` lines, read from the
+English stubs generated from solutions/) joins the catalog under the location `exercises/*.py`,
+so that `make handout LANG=zh` can write Chinese stubs (course/stub_text.py).
+
 Messages used only in PENDING sources stay out of the catalog (and out of the check) until they
 are translated: `python -m course.messages` says how many are waiting. No source is pending now
 (issue 24 translated every one); a new lesson finished on a branch before its translation can be
@@ -41,6 +45,7 @@ PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 # Empty: every source is translated. To take one on: remove it here, then `make messages`.
 PENDING: tuple[str, ...] = ()
 LESSON_HINTS = "course/checks/lesson*.py"  # the location of the checks' plain-string hints
+STUB_TEXTS = "exercises/*.py"  # the location of what the stubs say (course/stub_text.py)
 
 
 def source_files(root: Path = ROOT) -> list[Path]:
@@ -66,6 +71,10 @@ def extract(root: Path = ROOT, pending: bool = False):
     for text in lesson_hints(root):
         template.add(text, None, [(LESSON_HINTS, None)],
                      auto_comments=["a check's hint (course.checks.registry.learner_texts)"])
+    for text in stub_texts(root) or []:
+        template.add(text, None, [(STUB_TEXTS, None)],
+                     auto_comments=["what an exercise stub says: a docstring, comment or hint "
+                                    "(course/stub_text.py); keep code names, shapes and formulas"])
     if not pending:
         return template
     waiting = Catalog(project="attention-course", domain="course", fuzzy=False)
@@ -141,6 +150,17 @@ def _lesson_hints_elsewhere(root: Path) -> list[str]:
     return json.loads(done.stdout)
 
 
+def stub_texts(root: Path = ROOT) -> list[str] | None:
+    """The docstrings, comments and hints of the English stubs generated from `root`'s solutions
+    (None where there are no solutions: a student's copy keeps its catalog as it is)."""
+    if not (root / "solutions").is_dir():
+        return None
+    from course.stub_text import texts
+    from course.stubs import generate
+
+    return [text for stub in generate(root / "solutions").values() for text in texts(stub)]
+
+
 def read_catalog(path: Path):
     from babel.messages.pofile import read_po
 
@@ -177,6 +197,10 @@ def update(root: Path = ROOT, lang: str = CHINESE) -> bool:
     else:
         catalog = Catalog(locale=lang, project="attention-course", domain="course",
                           creation_date=template.creation_date)
+    if stub_texts(root) is None:  # no solutions/ here: keep what the stubs say as it is
+        for entry in catalog:
+            if entry.id and {file for file, _ in entry.locations} == {STUB_TEXTS}:
+                template.add(entry.id, None, list(entry.locations), auto_comments=entry.auto_comments)
     catalog.update(template)
     catalog.obsolete.clear()
     catalog.fuzzy = False  # the header is no translation to review
@@ -216,7 +240,10 @@ def problems(root: Path = ROOT, lang: str = CHINESE) -> list[str]:
             found.append(f"untranslated ({where}): {_label(message)}")
         elif _placeholders(entry.string) != _placeholders(message.id):
             found.append(f"placeholders differ ({where}): {_label(message)}")
+    no_solutions = not (root / "solutions").is_dir()
     for entry in catalog:
+        if no_solutions and {file for file, _ in entry.locations} == {STUB_TEXTS}:
+            continue  # what the stubs say is read from solutions/, which this copy lacks
         if entry.id and template.get(entry.id, context=entry.context) is None:
             found.append(f"stale entry, no longer in the code: {_label(entry)}: run `make messages`")
     return found

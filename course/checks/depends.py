@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import inspect
 import os
-import re
 from dataclasses import dataclass
 
 from course.checks import lines, messages
@@ -24,9 +23,9 @@ from course.checks.failures import Blocked, CheckFailed, NotImplementedYet
 from course.checks.running import namespaces_of, run_all
 from course.confirm.standins import name_of
 from course.i18n import _
+from course.stub_message import parse_stub_message, stub_left
 
 ISOLATE = "COURSE_ISOLATE"
-_STUB = re.compile(r"lesson (\d\d): write ([\w.]+) in exercises/(\w+)\.py")
 
 
 def isolating() -> bool:
@@ -316,9 +315,9 @@ def _stub(check, impl, outcomes):
         return None
     if own_stub_left(check, impl):
         return None, todo[0]
-    match = _STUB.search(todo[0].problem)
+    match = parse_stub_message(todo[0].problem)  # English or Chinese stubs (course/stub_message.py)
     if match:
-        lesson, qualname, module = match.groups()
+        lesson, qualname, module = match
         for used in closure(check):
             if used.lesson == lesson and used.module == module and (
                     qualname == used.attribute or qualname.startswith(used.attribute + ".")):
@@ -332,5 +331,4 @@ def own_stub_left(check, impl) -> bool:
         source = inspect.getsource(impl)
     except (OSError, TypeError):
         return False
-    marker = rf'NotImplementedError\("lesson {check.lesson}: write {re.escape(check.attribute)}[ .]'
-    return re.search(marker, source) is not None
+    return stub_left(source, check.lesson, check.attribute)

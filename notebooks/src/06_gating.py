@@ -28,6 +28,8 @@ import course_setup  # noqa: F401  (puts the course on the path, turns on autore
 import torch
 from torch import nn
 
+from course.i18n import _  # printed text in the notebook's language
+
 torch.set_printoptions(precision=4, sci_mode=False)
 
 # %% [markdown]
@@ -56,7 +58,7 @@ torch.set_printoptions(precision=4, sci_mode=False)
 o = torch.tensor([1.2, -0.5, 2.0], dtype=torch.float64)
 logits = torch.tensor([-8.0, 0.0, 3.0], dtype=torch.float64)
 g = torch.sigmoid(logits)
-print("sigmoid(logits) =", [f"{value:.6f}" for value in g.tolist()])
+print(_("sigmoid(logits) ="), [f"{value:.6f}" for value in g.tolist()])
 print("g * o           =", [f"{value:.6f}" for value in (g * o).tolist()])
 
 # %% [markdown]
@@ -106,10 +108,10 @@ with torch.no_grad():
 from course.widgets.lesson06 import gate_demo
 
 toy = gate_demo([1.0, 1.0, 1.0, 1.0])
-print("attention weights: each row sums to", toy["weights"].sum(dim=-1))
-print("gate:", toy["gate"], " sums to", round(toy["gate"].sum().item(), 3))
+print(_("attention weights: each row sums to"), toy["weights"].sum(dim=-1))
+print(_("gate:"), toy["gate"], " sums to", round(toy["gate"].sum().item(), 3))
 other = gate_demo([-8.0, 0.0, 3.0, 1.0])
-print("other gate logits, same attention weights:", torch.equal(toy["weights"], other["weights"]))
+print(_("other gate logits, same attention weights:"), torch.equal(toy["weights"], other["weights"]))
 
 # %% [markdown]
 # ### Widget: gate logits per channel
@@ -238,7 +240,7 @@ torch.manual_seed(4)
 row_attention = RowAttentionWithPairBias(c_m=16, c_z=6, c=3, N_head=4)
 m_in = torch.randn(5, 7, 16)  # S=5 sequences, R=7 residues, c_m=16
 z_in = torch.randn(7, 7, 6)   # pair representation, c_z=6
-print("output:", tuple(row_attention(m_in, z_in).shape))
+print(_("output:"), tuple(row_attention(m_in, z_in).shape))
 
 # %% tags=["nbval-ignore-output"]
 from course.plots import show_model_graph
