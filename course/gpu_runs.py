@@ -1,8 +1,9 @@
 """Lesson 05's GPU blow-up kept as data: runs on real cards, shown beside the prediction from shapes.
 
 A record is one JSON object: the card (name, total memory), the software (torch, CUDA), the
-shapes (R, H, c, float32), how S grew (S_start, factor, time budget), where the numbers come from
-(`source`), and per method the fields of `course.memory.BlowUp` (the sizes that ran, the peak
+shapes (R, H, c, float32), how S grew (S_start, factor) and what stopped it on time (`budget_s`, the
+seconds all methods share, or, in a run made before that budget, `step_limit_s`, the longest one
+size might take), what was run and where (`source`; the date is `recorded`), and per method the fields of `course.memory.BlowUp` (the sizes that ran, the peak
 bytes above the inputs at each, seconds, the size that ran out of memory, why it stopped).
 
     measure(...)      runs `blow_up_cuda` on this machine's card and returns its record
@@ -103,9 +104,22 @@ def rows(record: dict) -> list[dict]:
     return table
 
 
+def growth(record: dict) -> str:
+    """How S grew and what stopped it on time."""
+    if record.get("budget_s"):
+        limit = f"the methods shared a budget of {record['budget_s']:g} s"
+    elif record.get("step_limit_s"):
+        limit = f"one size took more than {record['step_limit_s']:g} s (no total budget)"
+    else:
+        limit = "no time limit"
+    return (f"S grown by x{record['factor']:.4g} from {record['S_start']} until out of memory "
+            f"or out of time: {limit}")
+
+
 def print_table(record: dict) -> None:
     print(header(record))
     print(f"recorded {record['recorded']}: {record['source']}")
+    print(growth(record))
     print(f"{'method':8} {'S':>9} {'measured GB':>12} {'predicted GB':>13} {'measured/predicted':>19}")
     for row in rows(record):
         if row.get("out_of_memory"):

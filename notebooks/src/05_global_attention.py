@@ -486,12 +486,12 @@ memory_explorer()
 #
 # On a GPU, `blow_up_cuda` grows S by √2 for each method until `torch.cuda.OutOfMemoryError`
 # (caught), recording `torch.cuda.max_memory_allocated` above the inputs at each size. Quadratic
-# compute outlasts any demo before linear memory runs out, so the four methods share a time
-# budget of 20 s (on a large card) and a method stops growing when its next size would overrun
-# its share. Here is such a run on an NVIDIA H200, recorded as data
-# (`data/lesson05/gpu_runs.json`, with its provenance), next to what the shapes predict: dots are
-# measured, dashes predicted on `meta`, a cross marks the size that ran out of memory; the y-axis
-# is everything the call needs on the card, inputs included, against the card's memory.
+# compute outlasts any demo before linear memory runs out, so a method also stops growing on
+# time. Here is such a run on an NVIDIA H200, recorded as data (`data/lesson05/gpu_runs.json`,
+# with what was run, where and when): in that run a method stopped once one size took more than
+# 5 s, with no limit on the total. Next to it is what the shapes predict: dots are measured,
+# dashes predicted on `meta`, a cross marks the size that ran out of memory; the y-axis is
+# everything the call needs on the card, inputs included, against the card's memory.
 
 # %%
 from course import gpu_runs
@@ -527,9 +527,10 @@ print(f"sdpa at S = {sdpa_S:,}: measured {h200['sdpa']['peaks'][-1] / GB:.2f} GB
 #   holds the S × S scores (the output alone is 1.78 GB), while `meta` runs the math path. It
 #   stopped on time: the S² compute remains.
 #
-# Where a CUDA GPU is present, the next cell runs the same blow-up on it (about 20 s) and shows
-# it the same way. `python scripts/record_gpu_run.py --source "..."` adds such a run to the
-# recorded ones.
+# Where a CUDA GPU is present, the next cell runs the same blow-up on it and shows it the same
+# way, within about 20 s: there the four methods share a budget of 20 s, and a method stops
+# growing when its next size would overrun its share. `python scripts/record_gpu_run.py --source
+# "..."` adds such a run to the recorded ones.
 
 # %% tags=["nbval-ignore-output"]
 if torch.cuda.is_available():

@@ -390,10 +390,10 @@ from course.widgets.lesson05 import memory_explorer
 
 memory_explorer()
 
-# %% [markdown] en="ca802c7174ca"
+# %% [markdown] en="1dfa0ed441e4"
 # ### 在真实显卡上：增大 S 直到崩溃
 #
-# 在 GPU 上，`blow_up_cuda` 对每种方法把 S 每次乘以 √2，直到出现 `torch.cuda.OutOfMemoryError`（被捕获），在每个尺寸上记录输入之外的 `torch.cuda.max_memory_allocated`。在线性增长的内存耗尽之前，平方增长的计算量早就超出了任何演示能承受的时间，所以四种方法共享 20 秒的时间预算（在大显卡上），一种方法的下一个尺寸若会超出它那一份时间，就停止增长。下面是这样一次在 NVIDIA H200 上的运行，作为数据记录下来（`data/lesson05/gpu_runs.json`，附有来源说明），旁边是形状给出的预测：圆点是测量值，虚线是在 `meta` 上的预测，叉号标出耗尽内存的那个尺寸；纵轴是这次调用在显卡上需要的全部内存（包括输入），对照显卡的内存容量。
+# 在 GPU 上，`blow_up_cuda` 对每种方法把 S 每次乘以 √2，直到出现 `torch.cuda.OutOfMemoryError`（被捕获），在每个尺寸上记录输入之外的 `torch.cuda.max_memory_allocated`。在线性增长的内存耗尽之前，平方增长的计算量早就超出了任何演示能承受的时间，所以一种方法也会因时间而停止增长。下面是这样一次在 NVIDIA H200 上的运行，作为数据记录下来（`data/lesson05/gpu_runs.json`，写明了运行的内容、地点和时间）：在那次运行中，一种方法只要某个尺寸用时超过 5 秒就停止，总时间不设上限。旁边是形状给出的预测：圆点是测量值，虚线是在 `meta` 上的预测，叉号标出耗尽内存的那个尺寸；纵轴是这次调用在显卡上需要的全部内存（包括输入），对照显卡的内存容量。
 
 # %% en="4d431401360d"
 from course import gpu_runs
@@ -412,13 +412,13 @@ sdpa_S = h200["sdpa"]["sizes"][-1]
 print(f"sdpa at S = {sdpa_S:,}: measured {h200['sdpa']['peaks'][-1] / GB:.2f} GB, its output alone "
       f"{300 * 8 * sdpa_S * 8 * 4 / GB:.2f} GB")
 
-# %% [markdown] en="8ef75c6cebfb"
+# %% [markdown] en="822b516f2f0e"
 # 显卡把这个方法证实到三位有效数字：S = 2,048 时 naive 调用占用了 80.688 GB，恰好是形状所预测的两个打分张量加上输出，而 S = 2,896 时它需要两倍的内存，于是耗尽了。chunked（4 列）和 global 也与各自的预测吻合；chunked 在 S = 16,386 时因时间而非内存停止。有两个意外，都是先在 `meta` 上看到的：
 #
 # - **全局注意力的峰值是 k 大小的十倍**，而不是两个打分张量：批量矩阵乘法通过复制，把唯一的键（和值）头广播到全部 8 个查询头。只有一个头时，这份复制就消失了。在 S = 741,563 时，预测值（142.4 GB）在纸面上仍然装得下，显卡却耗尽了内存：显卡上除了这次调用的张量还有别的东西（CUDA 上下文和库，分配器的取整），所以真实的墙比预测的稍早到来。
 # - **SDPA 测得 1.78 GB，而 `meta` 预测超过 10 TB**：在 CUDA 上它的融合内核从不持有 S × S 的打分（光是输出就有 1.78 GB），而 `meta` 走的是 math 路径。它因时间而停止：S² 的计算量仍然存在。
 #
-# 在有 CUDA GPU 的地方，下一个单元会在上面运行同样的内存爆炸实验（约 20 秒），并以同样的方式展示。`python scripts/record_gpu_run.py --source "..."` 会把这样一次运行加入已记录的运行中。
+# 在有 CUDA GPU 的地方，下一个单元会在上面运行同样的内存爆炸实验，并以同样的方式展示，用时约 20 秒：在那里四种方法共享 20 秒的时间预算，一种方法的下一个尺寸若会超出它那一份时间，就停止增长。`python scripts/record_gpu_run.py --source "..."` 会把这样一次运行加入已记录的运行中。
 
 # %% tags=["nbval-ignore-output"] en="846276f4c9bb"
 if torch.cuda.is_available():
