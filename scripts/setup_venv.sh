@@ -125,7 +125,7 @@ if [ -n "$uv" ]; then
   uv_opts=()
   while IFS= read -r option; do
     case "$option" in
-      CERT=*) [ -n "${SSL_CERT_FILE:-}" ] || export SSL_CERT_FILE=${option#CERT=} ;;
+      CERT=*) [ -n "${SSL_CERT_FILE:-}" ] || run export "SSL_CERT_FILE=${option#CERT=}" ;;
       ?*) uv_opts+=("$option") ;;
     esac
   done < <(uv_options)

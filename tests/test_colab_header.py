@@ -132,7 +132,8 @@ def test_binder_environment_is_lean_conda_forge_with_cpu_torch():
 # requirements.in name -> conda-forge name (None: not needed on Binder)
 CONDA_NAMES = {"torch": "pytorch-cpu", "graphviz": "python-graphviz", "matplotlib": "matplotlib-base",
                "graphviz-pure": "graphviz",  # conda-forge graphviz ships the real `dot`
-               "playwright": None, "pytest-xdist": None}
+               "playwright": None, "pytest-xdist": None,
+               "uv": None}  # the installer of scripts/setup_venv.sh; conda installs itself
 
 
 def test_binder_environment_has_every_package_the_course_needs():
@@ -159,7 +160,10 @@ def pins(lines, separator) -> dict[str, str]:
 
 def test_environment_yml_pins_what_requirements_txt_pins():
     """Both routes test the same course: every conda package that has a pip twin carries its pin."""
-    required = pins((ROOT / "requirements.txt").read_text().splitlines(), "==")
+    from tests.test_setup import lock_for, marker_environment
+
+    # the lock's pins for environment.yml's Python 3.11 (a current release of it) on Linux
+    required = lock_for(marker_environment("3.11.7", "linux"))
     twins = {conda: pip for pip, conda in CONDA_NAMES.items() if conda} | {"pyyaml": "pyyaml"}
     twins.pop("graphviz")  # conda-forge's real Graphviz stands in for graphviz-pure
     unpinned_ok = {"graphviz", "pip"}
