@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import types
+import uuid
 
 import jupytext
 import nbformat
@@ -20,9 +21,11 @@ import pytest
 import yaml
 
 from course import ROOT
-from course.build import HEADER
+from course.build import (COLAB_TITLE, HEADER, WIDGET_STATE, WIDGET_TEXT, WIDGET_VIEW, clean,
+                          header_cells)
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+ZH_NOTEBOOKS = sorted((ROOT / "notebooks" / "zh").glob("[0-9][0-9]_*.ipynb"))
 
 
 def colab_cell() -> str:
@@ -110,6 +113,64 @@ def test_every_lesson_has_the_colab_cell_under_its_title_with_no_output(path):
     tagged = [i for i, c in enumerate(notebook.cells) if "colab" in c.metadata.get("tags", [])]
     assert tagged == [1], f"{path.name}: the colab cell should come right after the title"
     assert notebook.cells[1].outputs == [], f"{path.name}: the colab cell printed something"
+
+
+def test_the_colab_cell_is_one_short_line_on_screen():
+    """Colab shows a form cell's title (cellView "form"), JupyterLab a hidden cell's first line
+    (source_hidden): that line says what the cell does, in the edition's language."""
+    (cell,) = jupytext.read(HEADER).cells
+    assert cell.metadata["cellView"] == "form" and cell.metadata["jupyter"] == {"source_hidden": True}
+    first = cell.source.splitlines()[0]
+    assert first == f"# @title {COLAB_TITLE}" and len(first) <= 100
+    (english,), (chinese,) = header_cells("en"), header_cells("zh")
+    assert english.source == cell.source
+    title = chinese.source.splitlines()[0]
+    assert title.startswith("# @title ") and re.search(r"[\u4e00-\u9fff]", title), title
+    assert chinese.source.splitlines()[1:] == cell.source.splitlines()[1:]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + ZH_NOTEBOOKS, ids=lambda p: p.relative_to(ROOT / "notebooks").as_posix())
+def test_every_widget_output_has_its_state_stored(path):
+    """So JupyterLab draws each widget (controls and figure) before its cell runs, and a viewer
+    without widgets shows a sentence instead of `VBox(children=...)`."""
+    notebook = nbformat.read(path, as_version=4)
+    state = notebook.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            if WIDGET_VIEW in output.get("data", {}):
+                assert output.data[WIDGET_VIEW]["model_id"] in state, f"{path.name}: `make notebooks`"
+                assert output.data["text/plain"].startswith("["), output.data["text/plain"]
+
+
+def executed(ids: list[str]) -> nbformat.NotebookNode:
+    """A notebook as nbclient leaves it: a VBox (ids[0]) holding an Image (ids[1]), shown once."""
+    def model(name, **state):
+        return {"model_name": name, "model_module": "@jupyter-widgets/controls",
+                "model_module_version": "2.0.0", "state": state}
+
+    notebook = nbformat.v4.new_notebook(metadata={"widgets": {WIDGET_STATE: {
+        "state": {ids[0]: model("VBoxModel", children=[f"IPY_MODEL_{ids[1]}"]),
+                  ids[1]: model("ImageModel")},
+        "version_major": 2, "version_minor": 0}}})
+    notebook.cells = [nbformat.v4.new_markdown_cell("# Lesson"), nbformat.v4.new_code_cell(
+        "box", outputs=[nbformat.v4.new_output("display_data", data={
+            WIDGET_VIEW: {"model_id": ids[0], "version_major": 2, "version_minor": 0},
+            "text/plain": "VBox(children=(Image(value=b'...'),))"})])]
+    return notebook
+
+
+def test_a_build_keeps_the_widget_state_under_ids_that_do_not_change():
+    first = clean(executed([uuid.uuid4().hex, uuid.uuid4().hex]))
+    again = clean(executed([uuid.uuid4().hex, uuid.uuid4().hex]))
+    assert first == again  # a rebuild without changes leaves the file as it was
+    state = first.metadata.widgets[WIDGET_STATE]["state"]
+    box, image = state
+    assert state[box]["state"]["children"] == [f"IPY_MODEL_{image}"]
+    output = first.cells[1].outputs[0]
+    assert output.data[WIDGET_VIEW]["model_id"] == box
+    assert output.data["text/plain"] == WIDGET_TEXT
+    chinese = clean(executed([uuid.uuid4().hex, uuid.uuid4().hex]), "zh")
+    assert re.search(r"[\u4e00-\u9fff]", chinese.cells[1].outputs[0].data["text/plain"])
 
 
 # ------------------------------------------------------------------------------------- Binder
