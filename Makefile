@@ -34,7 +34,11 @@ LOCALE := $(if $(filter command line,$(origin LANG)),LANG=C.UTF-8 )
 
 .PHONY: lab test system-packages venv check playground notebooks stubs reference grade grade-merge handout screenshots lock clean messages
 
+# The lessons' stored outputs are the course's own (built by `make notebooks`): trusting them lets
+# JupyterLab draw each widget from its stored state before its cell runs (untrusted, it shows a
+# line asking to run the cell). Trust is kept in Jupyter's data folder, by content.
 lab: $(STAMP)
+	@$(BIN)/jupyter trust notebooks/[0-9][0-9]_*.ipynb notebooks/zh/[0-9][0-9]_*.ipynb >/dev/null
 	$(LOCALE)$(if $(ZH),COURSE_LANG=zh_CN )$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR) $(ROOT_FLAG) $(LAB_ARGS) notebooks/$(if $(ZH),zh/)00_start_here.ipynb
 
 test: $(STAMP) system-packages

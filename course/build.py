@@ -14,7 +14,8 @@ committed outputs are those of a correct implementation. Timing metadata is drop
 without changes leaves the files as they were.
 
 The widgets' state is kept (nbclient records it), so JupyterLab draws each widget, controls and
-figure, as soon as the notebook opens; its controls answer once the cell has run. The state's
+figure, as soon as a trusted notebook opens (`make lab` trusts the lessons); its controls answer
+once the cell has run. Untrusted, or where widgets cannot show, the output reads WIDGET_TEXT. The state's
 random model ids are renumbered, so a rebuild changes the state only where a widget shows
 something else (a progress bar's timing, say).
 """
@@ -71,7 +72,7 @@ COLAB_TITLE = N_("On Google Colab, this cell fetches the course. Elsewhere it do
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 # what a front end without widgets (a plain-text view) shows instead of `VBox(children=...)`
-WIDGET_TEXT = N_("[an interactive widget: run this cell in Jupyter to use it]")
+WIDGET_TEXT = N_("[an interactive widget: run this cell to show it]")
 
 
 def translate(message: str, lang: str) -> str:

@@ -173,6 +173,23 @@ def test_a_build_keeps_the_widget_state_under_ids_that_do_not_change():
     assert re.search(r"[\u4e00-\u9fff]", chinese.cells[1].outputs[0].data["text/plain"])
 
 
+def test_setting_the_repository_rewrites_the_colab_cell_badges_and_clone_lines(tmp_path):
+    from course.repository import disagreements, set_repository
+
+    for name in ("notebooks/src/_header.py", "README.md", "README.zh-CN.md",
+                 "notebooks/05_global_attention.ipynb"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text((ROOT / name).read_text())
+    assert len(set_repository("ada/attn", root=tmp_path)) == 4
+    assert disagreements(tmp_path) == []
+    for readme in ("README.md", "README.zh-CN.md"):
+        text = (tmp_path / readme).read_text()
+        assert "git clone https://github.com/ada/attn.git attention-course && cd attention-course" in text
+        assert "mybinder.org/v2/gh/ada/attn/" in text and "colab.research.google.com/github/ada/attn/" in text
+        assert "attention-course/attention-course" not in text
+    assert "https://github.com/ada/attn.git" in (tmp_path / "notebooks/05_global_attention.ipynb").read_text()
+
+
 # ------------------------------------------------------------------------------------- Binder
 
 def environment() -> dict:
