@@ -4,6 +4,12 @@
 # **Prerequisites:** lesson 03's `MultiHeadAttention` (lesson 05 extends it; its lesson-03
 # parts must work first) and lesson 04's toy MSA.
 #
+# **Without AlphaFold2 background** this lesson is optional: it is about AlphaFold2's MSA, and
+# lessons 07 and 08 do not build on it (lesson 06's full-module exercise does). Its general part,
+# section 7 (memory predicted from shapes, where 24/40/80 GB cards run out, why chunking helps
+# only at inference), runs on the course's own code, not on your exercises: run the code cells
+# above section 1, then section 7.
+#
 # AlphaFold2 reads a multiple sequence alignment (MSA): S related sequences, R positions each.
 # Row attention lets the positions of one sequence talk; column attention lets the sequences of
 # one position talk. Column attention is where the evolutionary evidence comes from, and it is
