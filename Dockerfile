@@ -20,7 +20,7 @@ COPY requirements.txt ./
 COPY scripts/setup_venv.sh scripts/
 RUN TORCH=cpu bash scripts/setup_venv.sh /course/.venv \
  && touch /course/.venv/.installed-cpu && rm -f /course/.venv.lock \
- && rm -rf /root/.cache/pip
+ && rm -rf /root/.cache/pip /root/.cache/uv
 COPY . .
 # bytecode now: the course is read-only for the grading user
 RUN /course/.venv/bin/python -m compileall -q course solutions exercises \

@@ -1,8 +1,10 @@
 # The course's commands. `make lab` and `make test` set up everything they need from nothing.
 PYTHON ?= python3
 # TORCH=cpu: PyTorch's CPU-only build from PyTorch's own index (pip's default on Linux is the
-# CUDA build, several GB); see scripts/setup_venv.sh
+# CUDA build, several GB); INSTALLER=pip or uv (default: uv where it is or can be installed, pip
+# otherwise); see scripts/setup_venv.sh
 TORCH  ?=
+INSTALLER ?=
 ifeq ($(CONDA_DEFAULT_ENV),attention-course)
 # inside `conda activate attention-course` (environment.yml) the commands use that environment
 VENV   := $(CONDA_PREFIX)
@@ -32,7 +34,11 @@ LOCALE := $(if $(filter command line,$(origin LANG)),LANG=C.UTF-8 )
 
 .PHONY: lab test system-packages venv check playground notebooks stubs reference grade grade-merge handout screenshots lock clean messages
 
+# The lessons' stored outputs are the course's own (built by `make notebooks`): trusting them lets
+# JupyterLab draw each widget from its stored state before its cell runs (untrusted, it shows a
+# line asking to run the cell). Trust is kept in Jupyter's data folder, by content.
 lab: $(STAMP)
+	@$(BIN)/jupyter trust notebooks/[0-9][0-9]_*.ipynb notebooks/zh/[0-9][0-9]_*.ipynb >/dev/null
 	$(LOCALE)$(if $(ZH),COURSE_LANG=zh_CN )$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR) $(ROOT_FLAG) $(LAB_ARGS) notebooks/$(if $(ZH),zh/)00_start_here.ipynb
 
 test: $(STAMP) system-packages
@@ -45,7 +51,7 @@ system-packages:
 venv: $(STAMP)
 
 $(STAMP): requirements.txt scripts/setup_venv.sh
-	PYTHON=$(PYTHON) TORCH=$(TORCH) bash scripts/setup_venv.sh $(VENV)
+	PYTHON=$(PYTHON) TORCH=$(TORCH) INSTALLER=$(INSTALLER) bash scripts/setup_venv.sh $(VENV)
 	touch $@
 
 # A table of every exercise: PASS, FAIL, BLOCKED (by a failing exercise it calls) or TODO, then
@@ -109,11 +115,15 @@ screenshots: $(STAMP)
 	$(BIN)/python -m tests.browser --screenshots docs/screenshots
 	$(BIN)/python -m tests.browser --playground --screenshots docs/screenshots
 
-# Re-pin requirements.txt from requirements.in in a scratch environment.
-lock:
-	rm -rf build/lock && $(PYTHON) -m venv build/lock
-	build/lock/bin/pip install -q -r requirements.in
-	build/lock/bin/pip freeze | sed 's/+cpu$$//' > requirements.txt
+# Re-pin requirements.txt from requirements.in: one universal lock (uv), with environment markers
+# where a Python (3.10 is the oldest the course supports) or a platform needs another version.
+# The pins in requirements.txt are kept where they still fit; UPGRADE=1 takes the newest releases.
+# PyTorch's CUDA libraries stay out (requirements-excludes.txt). Reads PyPI only, never a local
+# mirror, so the lock is what any machine can install.
+LOCK_PYTHON := 3.10
+lock: $(STAMP)
+	$(or $(wildcard $(BIN)/uv),uv) pip compile --universal --python-version $(LOCK_PYTHON) --excludes requirements-excludes.txt \
+	  --custom-compile-command "make lock" --quiet $(if $(UPGRADE),--upgrade) requirements.in -o requirements.txt
 
 clean:
 	rm -rf .venv .venv.lock build .pytest_cache  # never a conda environment

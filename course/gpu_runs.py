@@ -1,8 +1,9 @@
 """Lesson 05's GPU blow-up kept as data: runs on real cards, shown beside the prediction from shapes.
 
 A record is one JSON object: the card (name, total memory), the software (torch, CUDA), the
-shapes (R, H, c, float32), how S grew (S_start, factor, time budget), where the numbers come from
-(`source`), and per method the fields of `course.memory.BlowUp` (the sizes that ran, the peak
+shapes (R, H, c, float32), how S grew (S_start, factor) and what stopped it on time (`budget_s`, the
+seconds all methods share, or, in a run made before that budget, `step_limit_s`, the longest one
+size might take), what was run and where (`source`; the date is `recorded`), and per method the fields of `course.memory.BlowUp` (the sizes that ran, the peak
 bytes above the inputs at each, seconds, the size that ran out of memory, why it stopped).
 
     measure(...)      runs `blow_up_cuda` on this machine's card and returns its record
@@ -104,9 +105,23 @@ def rows(record: dict) -> list[dict]:
     return table
 
 
+def growth(record: dict) -> str:
+    """How S grew and what stopped it on time."""
+    if record.get("budget_s"):
+        limit = _("the methods shared a budget of {seconds:g} s").format(seconds=record["budget_s"])
+    elif record.get("step_limit_s"):
+        limit = _("one size took more than {seconds:g} s (no total budget)").format(
+            seconds=record["step_limit_s"])
+    else:
+        limit = _("no time limit")
+    return _("S grown by x{factor:.4g} from {start} until out of memory or out of time: "
+             "{limit}").format(factor=record["factor"], start=record["S_start"], limit=limit)
+
+
 def print_table(record: dict) -> None:
     print(header(record))
     print(_("recorded {date}: {source}").format(date=record["recorded"], source=record["source"]))
+    print(growth(record))
     print(f"{_('method'):8} {'S':>9} {_('measured GB'):>12} {_('predicted GB'):>13} "
           f"{_('measured/predicted'):>19}")
     for row in rows(record):

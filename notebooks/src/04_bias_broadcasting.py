@@ -4,6 +4,11 @@
 # **Prerequisites:** lesson 02's `scaled_dot_product_attention` and lesson 03's
 # `MultiHeadAttention` (`exercises/mha.py`): this lesson adds biases to them.
 #
+# **Without AlphaFold2 background?** This lesson's AlphaFold2 parts are optional: *AlphaFold2's
+# pair bias* (exercise `PairBias`), *Row and column attention* and *A toy MSA*. Lessons 05 and 06
+# build on them; lessons 07 and 08 do not. The rest (biases, masks, ALiBi, T5, broadcasting and its
+# exercise) is for everyone.
+#
 # **In this lesson you will**
 # - see what an additive bias on the scores does, and move one with a slider;
 # - build the bias family in code: padding mask, ALiBi, T5's bucketed relative positions and

@@ -4,6 +4,12 @@
 # **Prerequisites:** lesson 03's `MultiHeadAttention` (lesson 05 extends it; its lesson-03
 # parts must work first) and lesson 04's toy MSA.
 #
+# **Without AlphaFold2 background** this lesson is optional: it is about AlphaFold2's MSA, and
+# lessons 07 and 08 do not build on it (lesson 06's full-module exercise does). Its general part,
+# section 7 (memory predicted from shapes, where 24/40/80 GB cards run out, why chunking helps
+# only at inference), runs on the course's own code, not on your exercises: run the code cells
+# above section 1, then section 7.
+#
 # AlphaFold2 reads a multiple sequence alignment (MSA): S related sequences, R positions each.
 # Row attention lets the positions of one sequence talk; column attention lets the sequences of
 # one position talk. Column attention is where the evolutionary evidence comes from, and it is
@@ -486,12 +492,12 @@ memory_explorer()
 #
 # On a GPU, `blow_up_cuda` grows S by √2 for each method until `torch.cuda.OutOfMemoryError`
 # (caught), recording `torch.cuda.max_memory_allocated` above the inputs at each size. Quadratic
-# compute outlasts any demo before linear memory runs out, so the four methods share a time
-# budget of 20 s (on a large card) and a method stops growing when its next size would overrun
-# its share. Here is such a run on an NVIDIA H200, recorded as data
-# (`data/lesson05/gpu_runs.json`, with its provenance), next to what the shapes predict: dots are
-# measured, dashes predicted on `meta`, a cross marks the size that ran out of memory; the y-axis
-# is everything the call needs on the card, inputs included, against the card's memory.
+# compute outlasts any demo before linear memory runs out, so a method also stops growing on
+# time. Here is such a run on an NVIDIA H200, recorded as data (`data/lesson05/gpu_runs.json`,
+# with what was run, where and when): in that run a method stopped once one size took more than
+# 5 s, with no limit on the total. Next to it is what the shapes predict: dots are measured,
+# dashes predicted on `meta`, a cross marks the size that ran out of memory; the y-axis is
+# everything the call needs on the card, inputs included, against the card's memory.
 
 # %%
 from course import gpu_runs
@@ -527,9 +533,10 @@ print(f"sdpa at S = {sdpa_S:,}: measured {h200['sdpa']['peaks'][-1] / GB:.2f} GB
 #   holds the S × S scores (the output alone is 1.78 GB), while `meta` runs the math path. It
 #   stopped on time: the S² compute remains.
 #
-# Where a CUDA GPU is present, the next cell runs the same blow-up on it (about 20 s) and shows
-# it the same way. `python scripts/record_gpu_run.py --source "..."` adds such a run to the
-# recorded ones.
+# Where a CUDA GPU is present, the next cell runs the same blow-up on it and shows it the same
+# way, within about 20 s: there the four methods share a budget of 20 s, and a method stops
+# growing when its next size would overrun its share. `python scripts/record_gpu_run.py --source
+# "..."` adds such a run to the recorded ones.
 
 # %% tags=["nbval-ignore-output"]
 if torch.cuda.is_available():

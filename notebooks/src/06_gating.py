@@ -4,6 +4,11 @@
 # **Prerequisites:** lessons 03–05: your `MultiHeadAttention` from lesson 03, with lesson 05's
 # `masked_mean` and `is_global` (the full-module check runs global attention too).
 #
+# **Without AlphaFold2 background?** Read sections 1, 2 and 6 (the gate, gate vs. attention
+# weights, other gates): lesson 08's paper builds on them, and Exercise 1 needs only your
+# lesson-03 module. Exercise 2 (the full AlphaFold2 module) and sections 3–5 build on lessons
+# 04–05 and are optional.
+#
 # Every attention module of AlphaFold2's Evoformer ends the same way: before the output
 # projection, the attention output is multiplied, channel by channel, by a sigmoid "gate"
 # computed from the module's input. This lesson adds that gate to your `MultiHeadAttention`,

@@ -1,7 +1,9 @@
-# %% [markdown] en="fcd054310b77"
+# %% [markdown] en="0409ab9df5de"
 # # 第 04 课：注意力偏置与广播
 #
 # **先修要求：**第 02 课的 `scaled_dot_product_attention` 和第 03 课的 `MultiHeadAttention`（`exercises/mha.py`）：本课给它们加上偏置。
+#
+# **没有 AlphaFold2 背景？**本课中关于 AlphaFold2 的部分可以跳过：*AlphaFold2 的 pair bias*（练习 `PairBias`）、*行注意力与列注意力*和*一个玩具 MSA*。第 05、06 课以它们为基础，第 07、08 课用不到它们。其余内容（偏置、掩码、ALiBi、T5、广播及其练习）人人适用。
 #
 # **本课你将**
 # - 看看分数上的加性偏置起什么作用，并用滑块调节偏置；
