@@ -21,7 +21,7 @@ from course.grading.lms import RosterError, canvas_csv, moodle_csv, read_roster,
 from course.grading.merge import MergeError, merge
 from course.grading.names import csv_cell
 from course.grading.records import CheckRecord, ClassInfo, StudentRecord
-from tests.lms_formats import read_canvas, read_moodle
+from tests.lms_formats import moodle_import, read_canvas
 
 DATA = ROOT / "tests" / "data" / "lms"
 CHECKS = ["00.batched_dot", "01.stable_softmax", "01.scaled_scores"]
@@ -79,9 +79,9 @@ def the_class() -> list[StudentRecord]:
 
 def test_roster_headers_are_matched_loosely_and_duplicates_refused(tmp_path):
     roster = read_roster(DATA / "roster.csv")
-    assert [e.folder for e in roster] == ["ada", "bob", "cy", "eve"]
+    assert [e.folder for e in roster] == ["ada", "bob", "cy", "eve", "fay"]
     assert roster[0].lms_id == "4211" and roster[0].email == "ada@example.edu"
-    assert roster[0].name == "Lovelace, Ada" and roster[3].email == ""
+    assert roster[0].name == "Lovelace, Ada" and roster[3].email == "" and roster[4].lms_id == ""
     semicolons = tmp_path / "excel.csv"  # Excel in many locales: a BOM and semicolons
     semicolons.write_text("\ufeffFolder;LMS ID;Email;Name;Section\nada;4211;a@x;Ada;1\n",
                           encoding="utf-8")
@@ -90,6 +90,11 @@ def test_roster_headers_are_matched_loosely_and_duplicates_refused(tmp_path):
     twice.write_text("folder,lms_id\nada,1\nbob,1\n")
     with pytest.raises(RosterError, match="lines 2 and 3: the same lms_id"):
         read_roster(twice)
+    # one student to a database that ignores case and accents (MySQL's *_ci collations)
+    for first, second in (("AB12", "ab12"), ("José", "jose")):
+        twice.write_text(f"folder,lms_id\nada,{first}\nbob,{second}\n", encoding="utf-8")
+        with pytest.raises(RosterError, match="the same lms_id"):
+            read_roster(twice)
     no_folder = tmp_path / "nofolder.csv"
     no_folder.write_text("student,lms_id\nada,1\n")
     with pytest.raises(RosterError, match="needs a `folder` column"):
@@ -105,44 +110,114 @@ def test_the_samples_from_the_docs_read_as_the_importers_read_them():
     assert canvas["assignments"] == ["Homework 1 (1234)", "Quiz 1"]
     assert canvas["points"] == {"Homework 1 (1234)": "10", "Quiz 1": "5"}
     assert canvas["students"][1]["sis_login_id"] == "charles@example.edu"
-    moodle = read_moodle((DATA / "moodle_export_sample.csv").read_text(), "Email address",
-                         "useremail", ["Assignment: Homework 1 (Real)"])
-    assert moodle["grades"]["charles@example.edu"] == {"Assignment: Homework 1 (Real)": None}
+    users = [{"id": 11, "username": "ada", "idnumber": "4211", "email": "ada@example.edu"},
+             {"id": 12, "username": "charles", "idnumber": "4212", "email": "charles@example.edu"}]
+    moodle = moodle_import((DATA / "moodle_export_sample.csv").read_text(), users,
+                           "Email address", "useremail", ["Assignment: Homework 1 (Real)"])
+    assert moodle["ok"] and moodle["grades"] == {11: {"Assignment: Homework 1 (Real)": 9.0}}
 
 
-def test_canvas_file_has_the_export_columns_and_points_possible():
+def test_canvas_files_have_the_export_columns_and_points_possible():
     roster = read_roster(DATA / "roster.csv")
-    text = canvas_csv(info(), roster, {r.student: r for r in the_class()}, per_lesson=True)
+    graded = {r.student: r for r in the_class()}
+    text = canvas_csv(info(), roster, graded)
     sample = next(csv.reader(io.StringIO((DATA / "canvas_export_sample.csv").read_text())))
     assert next(csv.reader(io.StringIO(text)))[:5] == sample[:5]  # Student .. Section, as exported
     got = read_canvas(text)
-    assert got["assignments"] == ["Attention course", "Attention course: lesson 00",
-                                  "Attention course: lesson 01"]
-    assert got["points"] == {"Attention course": "4.5", "Attention course: lesson 00": "1",
-                             "Attention course: lesson 01": "3.5"}
-    rows = {s["id"]: s for s in got["students"]}
-    assert rows["4211"]["scores"] == {"Attention course": 4.5, "Attention course: lesson 00": 1.0,
-                                      "Attention course: lesson 01": 3.5}
-    assert rows["4212"]["scores"]["Attention course"] == 3.5
-    assert rows["4213"]["scores"]["Attention course"] == 0.0  # unconfirmed and blocked: 0
-    assert rows["4214"]["scores"]["Attention course"] == 0.0  # eve: in the roster, no submission
-    assert rows["4211"]["sis_login_id"] == "ada@example.edu" and rows["4211"]["section"] == "Section 1"
+    assert got["assignments"] == ["Attention course"] and got["points"] == {"Attention course": "4.5"}
+    rows = {s["id"] or s["sis_login_id"]: s["scores"]["Attention course"] for s in got["students"]}
+    # cy: unconfirmed and blocked; eve: no submission; fay: no ID, found by her login (email)
+    assert rows == {"4211": 4.5, "4212": 3.5, "4213": 0.0, "4214": 0.0, "fay@example.edu": 0.0}
     assert "dee" not in text  # graded but not in the roster: listed elsewhere, not imported
     assert text.encode() == (DATA / "expected_canvas.csv").read_bytes()
+    lessons = read_canvas(canvas_csv(info(), roster, graded, by_lesson=True))
+    assert lessons["assignments"] == ["Attention course: lesson 00", "Attention course: lesson 01"]
+    assert lessons["points"] == {"Attention course: lesson 00": "1",
+                                 "Attention course: lesson 01": "3.5"}
+    assert lessons["students"][0]["scores"] == {"Attention course: lesson 00": 1.0,
+                                                "Attention course: lesson 01": 3.5}
 
 
-def test_moodle_file_maps_by_email_or_by_id_number():
+def site(roster) -> list[dict]:
+    """A Moodle site with one user per roster student (their profile's ID number and email as
+    the roster has them, empty where it has none) and two other users."""
+    users = [{"id": 100 + i, "username": e.folder, "idnumber": e.lms_id, "email": e.email}
+             for i, e in enumerate(roster)]
+    return users + [{"id": 900, "username": "teacher", "idnumber": "", "email": ""},
+                    {"id": 901, "username": "other", "idnumber": "9999", "email": "o@x"}]
+
+
+def imported_as_intended(text: str, roster, graded, column: str = "Attention course") -> dict:
+    """Moodle's import of `text` (by ID number) on `site(roster)`: every grade lands on the
+    student whose row it is, or the import fails; returns the grades by folder."""
+    users = site(roster)
+    result = moodle_import(text, users, "ID number", "useridnumber", [column])
+    assert result["ok"], result["error"]
+    folder_of = {u["id"]: u["username"] for u in users}
+    got = {folder_of[uid]: grades[column] for uid, grades in result["grades"].items()}
+    for folder, grade in got.items():
+        record = graded.get(folder)
+        assert grade == (record.total if record else 0.0), (folder, grade)
+    return got
+
+
+def test_moodle_file_maps_by_id_number_and_never_misfiles():
     roster = read_roster(DATA / "roster.csv")
-    text = moodle_csv(info(), roster, {r.student: r for r in the_class()})
-    by_email = read_moodle(text, "Email address", "useremail", ["Attention course"])
-    assert by_email["grades"] == {"ada@example.edu": {"Attention course": 4.5},
-                                  "bob@example.edu": {"Attention course": 3.5},
-                                  "cy@example.edu": {"Attention course": 0.0}}
-    assert [row[1] for row in by_email["skipped"]] == ["4214"]  # eve has no email: summary says so
-    by_number = read_moodle(text, "ID number", "useridnumber", ["Attention course"])
-    assert by_number["grades"]["4214"] == {"Attention course": 0.0}
-    assert text.splitlines()[0] == "Email address,ID number,Full name,Section,Attention course"
+    graded = {r.student: r for r in the_class()}
+    text = moodle_csv(info(), roster, graded)
+    assert text.splitlines()[0] == "ID number,Full name,Section,Attention course"
+    assert imported_as_intended(text, roster, graded) == {
+        "ada": 4.5, "bob": 3.5, "cy": 0.0, "eve": 0.0}  # fay has no ID number: left out
     assert text.encode() == (DATA / "expected_moodle.csv").read_bytes()
+    lessons = moodle_csv(info(), roster, graded, by_lesson=True)
+    header = lessons.splitlines()[0].split(",")
+    assert header == ["ID number", "Full name", "Section", "Attention course: lesson 00",
+                      "Attention course: lesson 01"]  # no total: it would count twice
+    result = moodle_import(lessons, site(roster), "ID number", "useridnumber", header[3:])
+    assert result["ok"] and result["grades"][100] == {"Attention course: lesson 00": 1.0,
+                                                      "Attention course: lesson 01": 3.5}
+
+
+def test_the_model_of_moodle_catches_the_row_that_takes_anothers_grade():
+    """The issue's case, in the earlier file's form (mapped by email): a row without an email
+    keeps the student of the row above, so ivy's 0 lands on hal; as the first row it stops the
+    whole import. The model must see both, or it proves nothing about the file we write."""
+    users = [{"id": 1, "username": "hal", "idnumber": "1", "email": "hal@x"},
+             {"id": 2, "username": "ivy", "idnumber": "2", "email": ""}]
+    old = "Email address,ID number,Full name,Attention course\r\nhal@x,1,Hal,10\r\n,2,Ivy,0\r\n"
+    result = moodle_import(old, users, "Email address", "useremail", ["Attention course"])
+    assert result["ok"] and result["grades"] == {1: {"Attention course": 0.0}}  # hal's 10 lost
+    first = "Email address,Attention course\r\n,0\r\nhal@x,10\r\n"
+    assert not moodle_import(first, users, "Email address", "useremail",
+                             ["Attention course"])["ok"]
+    zero = "ID number,Attention course\r\n1,10\r\n0,5\r\n"  # PHP's empty("0") is true
+    assert moodle_import(zero, users, "ID number", "useridnumber",
+                         ["Attention course"])["grades"] == {1: {"Attention course": 5.0}}
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_no_roster_makes_a_moodle_file_that_misfiles_a_grade(seed, tmp_path):
+    """Random rosters (ids missing, "0", formula-like, in any case; emails missing) and random
+    grades: the Moodle file, imported by the model of Moodle's code, gives each student their
+    own grade or leaves them out; never another's, and the import never stops."""
+    import random
+
+    rng = random.Random(seed)
+    lines, folders = ["folder,lms_id,email,name"], []
+    for i in range(rng.randint(1, 8)):
+        lms_id = rng.choice(["", "0" if i == 0 else "", f"{4000 + i}", f"s{i}X", f"-{i}",
+                             f"=SUM({i})", f" {i}7 "])  # the roster refuses one id twice
+        email = rng.choice(["", f"p{i}@x"])
+        folders.append(f"p{i}")
+        lines.append(f"p{i},{lms_id},{email},Person {i}")
+    roster_file = tmp_path / "roster.csv"
+    roster_file.write_text("\n".join(lines) + "\n")
+    roster = read_roster(roster_file)
+    graded = {f: student(f, *[check(c, passed=rng.random() < 0.5) for c in CHECKS])
+              for f in folders if rng.random() < 0.8}
+    got = imported_as_intended(moodle_csv(info(), roster, graded), roster, graded)
+    assert set(got) == {e.folder for e in roster if e.lms_id not in ("", "0")
+                        and e.lms_id[0] not in "=+-@"}
 
 
 def test_no_cell_is_a_formula():
@@ -161,16 +236,23 @@ def test_no_cell_is_a_formula():
 
 def test_write_lms_lists_the_unmatched_and_never_drops_them(tmp_path, capsys):
     files = write_lms(tmp_path, info(), rec_dict(the_class()), DATA / "roster.csv")
-    assert files.missing == ["eve"] and files.unknown == ["dee"] and files.no_email == ["eve"]
+    assert files.missing == ["eve", "fay"] and files.unknown == ["dee"]
+    assert files.not_moodle == ["fay (no ID number: Moodle would give its grade to the student "
+                                "of the row above)"] and files.not_canvas == []
     assert files.not_ok == []  # dee is not ok, but not in the roster: listed as unknown
     summary = files.summary.read_text()
-    assert "## In the roster without a submission (0 points in both files): 1" in summary
-    assert "- `eve`" in summary and "- `dee`" in summary
+    assert "## In the roster without a submission (0 points): 2" in summary
+    assert "- `eve`" in summary and "- `dee`" in summary and "never both" in summary
     err = capsys.readouterr().err
-    assert "1 in the roster, no submission (0 points): eve" in err
+    assert "2 in the roster, no submission (0 points): eve, fay" in err
     assert "1 graded, not in the roster (left out of the LMS files): dee" in err
     assert sorted(p.name for p in (tmp_path / "lms").iterdir()) == ["canvas.csv", "moodle.csv",
                                                                    "summary.md"]
+    write_lms(tmp_path, info(), rec_dict(the_class()), DATA / "roster.csv", per_lesson=True)
+    assert sorted(p.name for p in (tmp_path / "lms").iterdir()) == [
+        "canvas-lessons.csv", "canvas.csv", "moodle-lessons.csv", "moodle.csv", "summary.md"]
+    write_lms(tmp_path, info(), rec_dict(the_class()), DATA / "roster.csv")  # lessons off again
+    assert not (tmp_path / "lms" / "canvas-lessons.csv").exists()
     assert write_lms(tmp_path, info(), [], None) is None
 
 
@@ -190,6 +272,14 @@ def test_a_roster_matches_folders_whatever_the_unicode_form(tmp_path):
     files = write_lms(tmp_path, info(), [student(unicodedata.normalize("NFC", "José"))], roster)
     assert files.missing == [] and files.unknown == []
     assert read_canvas(files.canvas.read_text())["students"][0]["scores"]["Attention course"] == 4.5
+
+
+def class_roster(tmp_path: Path) -> Path:
+    """The test roster where a class keeps it: outside the course (classdir.py)."""
+    path = tmp_path / "class" / "roster.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes((DATA / "roster.csv").read_bytes())
+    return path
 
 
 def rec_dict(records: list[StudentRecord]) -> dict[str, StudentRecord]:
@@ -254,7 +344,7 @@ def test_merge_is_the_union_of_the_parts(tmp_path):
     ada, bob, cy, dee = the_class()
     parts = [write_part(tmp_path / "p1", [ada, cy]), write_part(tmp_path / "p2", [bob]),
              write_part(tmp_path / "p3", [dee], seconds=9.5)]
-    records = merge(parts, tmp_path / "out", roster=DATA / "roster.csv", per_lesson=True)
+    records = merge(parts, tmp_path / "out", roster=class_roster(tmp_path), per_lesson=True)
     out = tmp_path / "out"
     assert [r.student for r in records] == ["ada", "bob", "cy", "dee"]
     assert sorted(rec.load_students(out)) == ["ada", "bob", "cy", "dee"]
@@ -268,7 +358,9 @@ def test_merge_is_the_union_of_the_parts(tmp_path):
     results = json.loads((out / "results.json").read_text())
     assert results["seconds"] == 9.5 and [s["student"] for s in results["students"]] == \
         ["ada", "bob", "cy", "dee"]
-    assert rec.load_class(out) == info()  # the parts' class.json, as it was
+    # the parts' class.json, with the merge's choice of LMS files (a later run into OUT keeps it)
+    assert rec.load_class(out) == info(settings={**info().settings, "per_lesson": True})
+    assert (out / "roster.csv").read_bytes() == (DATA / "roster.csv").read_bytes()
     merge(parts[:2], out)  # a merge may replace its own OUT, and only what it wrote
     assert sorted(rec.load_students(out)) == ["ada", "bob", "cy"]
     assert not (out / "lms").exists() and not (out / "feedback" / "dee.md").exists()
@@ -446,7 +538,7 @@ def test_three_shards_merged_are_one_run(tmp_path):
         pytest.skip(bwrap_problem())
     subs = tmp_path / "submissions"
     build_small_class(subs)
-    roster = DATA / "roster.csv"
+    roster = class_roster(tmp_path)
     helps = _grader_help()
     grade_small_class(subs, tmp_path / "one", *(["--roster", str(roster)] if "--roster" in helps
                                                 else []), roster=roster)

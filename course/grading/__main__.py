@@ -2,6 +2,8 @@
 
     python -m course.grading --submissions SUBS --out OUT ...     grade a class (cli.py)
     python -m course.grading merge --parts OUT1 OUT2 ... --out OUT  merge a class's shards (merge.py)
+    python -m course.grading collect --from DOWNLOAD --submissions SUBS   an LMS download (collect.py)
+    python -m course.grading handback --out OUT [--submissions SUBS]     feedback zips (handback.py)
 
 See docs/instructors.md.
 """
@@ -16,6 +18,14 @@ def main(argv=None) -> int:
         from course.grading.merge import main as merge_main
 
         return merge_main(argv[1:])
+    if argv[:1] == ["collect"]:
+        from course.grading.collect import main as collect_main
+
+        return collect_main(argv[1:])
+    if argv[:1] == ["handback"]:
+        from course.grading.handback import main as handback_main
+
+        return handback_main(argv[1:])
     from course.grading.cli import main as grade_main
 
     return grade_main(argv)

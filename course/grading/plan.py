@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from course import ROOT
-from course.checks.registry import ALIASES, all_checks, by_function_name, canonical
 from course.grading.cells import setup_source
 
 POINTS_FILE = ROOT / "course" / "grading" / "points.toml"
@@ -68,6 +67,8 @@ def notebook_cells(path: Path) -> list[dict]:
 
 def lesson_plan(course_dir: Path, lessons: list[str] | None = None) -> list[Lesson]:
     """The notebooks to grade and the checks their check cells call, read from the notebooks."""
+    from course.checks.registry import by_function_name  # imports torch: not for a usage error
+
     named = by_function_name()
     notebooks = sorted((course_dir / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     present = {p.name[:2] for p in notebooks}
@@ -114,6 +115,8 @@ def load_points(check_ids: list[str], path: Path | None = None) -> dict[str, flo
     an error that lists the ids: a typo would otherwise silently leave a check at the default."""
     import tomllib
 
+    from course.checks.registry import ALIASES, all_checks, canonical
+
     path = POINTS_FILE if path is None else Path(path)
     config = tomllib.loads(path.read_text()) if path.exists() else {}
     default = float(config.get("default", 1))
@@ -134,6 +137,8 @@ def load_points(check_ids: list[str], path: Path | None = None) -> dict[str, flo
 
 
 def warn_unrun(plan: list[Lesson]) -> None:
+    from course.checks.registry import all_checks
+
     run = {c for lesson in plan for c in lesson.checks}
     numbers = {lesson.number for lesson in plan}
     for check in all_checks().values():
