@@ -7,4 +7,4 @@ mkdir -p "$CLASS/logs"
 shards=$(sbatch --parsable --output="$CLASS/logs/shard-%a.log" docs/cluster/grade-array.sbatch)
 sbatch --parsable --dependency=afterok:"${shards%%;*}" --job-name=merge-attention \
   --output="$CLASS/logs/merge.log" \
-  --wrap '.venv/bin/python -m course.grading merge --parts "$CLASS"/shards/* --out "$CLASS/slurm-grades" --roster "$CLASS/roster.csv"'
+  --wrap '.venv/bin/python -m course.grading merge --parts "$CLASS"/shards/* --out "$CLASS/grades" --roster "$CLASS/roster.csv"'
