@@ -1,4 +1,5 @@
-"""An instructor's term around `make grade`: LMS files, feedback to hand back, shards merged.
+"""An instructor's term around `make grade`: LMS files (read as Canvas's importer and a model of
+Moodle's read them), feedback to hand back, the hand-back zips, shards merged.
 
 Fast tests build records by hand (records.py is the contract the grader writes); the slow one
 grades a small class on one machine and in three shards and checks that the merge is the same
@@ -585,193 +586,8 @@ def test_three_shards_merged_are_one_run(tmp_path):
         {"4211": 3.0, "4212": 2.0, "4213": 2.0, "4214": 0.0}
 
 
-# ------------------------------------------- the cluster recipes of docs/instructors.md
-
-
-class Parsed(Exception):
-    """Raised in place of running the grader: the command line parsed, here are its values."""
-
-
-def parse_like_the_grader(argv: list[str], monkeypatch) -> dict:
-    """`python -m course.grading ARGV` through the grader's own entry point and argument parser,
-    stopped right after parsing; SystemExit (argparse's error) when the CLI refuses the line."""
-    import argparse
-
-    from course.grading import __main__ as entry
-
-    original = argparse.ArgumentParser.parse_args
-
-    def parse(self, args=None, namespace=None):
-        raise Parsed(vars(original(self, args, namespace)))
-
-    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse)
-    with pytest.raises(Parsed) as parsed:
-        entry.main(argv)
-    return parsed.value.args[0]
-
-
-def grader_options(monkeypatch) -> str:
-    import contextlib
-    import io as io_
-
-    from course.grading import __main__ as entry
-
-    text = io_.StringIO()
-    with contextlib.redirect_stdout(text), pytest.raises(SystemExit):
-        entry.main(["--help"])
-    return text.getvalue()
-
-
-def doc_block(name: str) -> str:
-    """The fenced block of docs/instructors.md whose first lines name it (`# grade-job.yaml`)."""
-    doc = (ROOT / "docs" / "instructors.md").read_text(encoding="utf-8")
-    for block in re.findall(r"^```\w*\n(.*?)^```", doc, re.S | re.M):
-        if any(line == f"# {name}" or line.startswith(f"# {name}:")
-               for line in block.splitlines()[:2]):
-            return block
-    raise AssertionError(f"no block named {name} in docs/instructors.md")
-
-
-def run_recording(script: str, tmp_path: Path, env: dict, cwd: Path | None = None,
-                  fakes: dict[str, str] | None = None) -> list[list[str]]:
-    """Run a shell script with `python` (and any `fakes`) replaced by recorders of their argv."""
-    import stat
-    import subprocess
-
-    bin_dir, record = tmp_path / "bin", tmp_path / "argv"
-    bin_dir.mkdir(exist_ok=True)
-    record.mkdir(exist_ok=True)
-    recorder = ('#!/bin/bash\nf=$(mktemp "$ARGV_DIR/argv.XXXXXX")\nprintf "%s\\0" "$@" > "$f"\n')
-    for name, text in {"python": recorder, **(fakes or {})}.items():
-        (bin_dir / name).write_text(text)
-        (bin_dir / name).chmod(stat.S_IRWXU)
-    done = subprocess.run(["bash", "-c", script], cwd=cwd or tmp_path, capture_output=True,
-                          text=True, timeout=60,
-                          env={"PATH": f"{bin_dir}:/usr/bin:/bin", "ARGV_DIR": str(record),
-                               "HOME": str(tmp_path), **env})
-    assert done.returncode == 0, done.stderr
-    found = []
-    for path in sorted(record.iterdir(), key=lambda p: p.stat().st_mtime_ns):
-        found.append(path.read_bytes().decode().split("\0")[:-1])
-        path.unlink()
-    return found
-
-
-def grader_argv(argv: list[str]) -> list[str]:
-    """The arguments after `python -m course.grading`."""
-    assert argv[:2] == ["-m", "course.grading"], argv
-    return argv[2:]
-
-
-def check_shard_line(argv: list[str], k: int, n: int, monkeypatch, has_shard: bool) -> dict:
-    """Parse a shard's command line with the grader's parser; until the grader has --shard, the
-    rest of the line is parsed and --shard's value checked here."""
-    assert argv[argv.index("--shard") + 1] == f"{k}/{n}"
-    if not has_shard:
-        at = argv.index("--shard")
-        argv = argv[:at] + argv[at + 2:]
-    return parse_like_the_grader(argv, monkeypatch)
-
-
-def test_the_kubernetes_manifests_are_jobs_the_grader_accepts(tmp_path, monkeypatch):
-    import yaml
-
-    has_shard = "--shard" in grader_options(monkeypatch)
-    job = yaml.safe_load(doc_block("grade-job.yaml"))
-    assert (job["apiVersion"], job["kind"]) == ("batch/v1", "Job")
-    spec = job["spec"]
-    assert spec["completionMode"] == "Indexed" and spec["completions"] == spec["parallelism"]
-    pod = spec["template"]["spec"]
-    assert pod["restartPolicy"] == "Never" and pod["hostUsers"] is False
-    (container,) = pod["containers"]
-    env = {e["name"]: e for e in container["env"]}
-    assert int(env["SHARDS"]["value"]) == spec["completions"]
-    assert env["GRADING_SEED"]["valueFrom"]["secretKeyRef"] == {"name": "attention-grading-seed",
-                                                               "key": "seed"}
-    assert container["securityContext"]["procMount"] == "Unmasked"
-    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
-    assert mounts["/class/submissions"]["readOnly"] is True
-    assert container["command"] == ["bash", "-c"] and len(container["args"]) == 1
-    outs = []
-    for index in range(spec["completions"]):
-        (argv,) = run_recording(container["args"][0], tmp_path, {
-            "JOB_COMPLETION_INDEX": str(index), "SHARDS": env["SHARDS"]["value"],
-            "GRADING_SEED": "3141592653"})
-        args = check_shard_line(grader_argv(argv), index + 1, spec["completions"], monkeypatch,
-                                has_shard)
-        assert args["submissions"] == "/class/submissions" and args["seed"] == 3141592653
-        outs.append(str(args["out"]))
-    assert outs == [f"/class/grades/shard-{k}" for k in range(1, spec["completions"] + 1)]
-
-    merge_job = yaml.safe_load(doc_block("merge-job.yaml"))
-    assert merge_job["kind"] == "Job" and "completionMode" not in merge_job["spec"]
-    (merger,) = merge_job["spec"]["template"]["spec"]["containers"]
-    assert merger["image"] == container["image"]
-    for k in range(1, 4):
-        (tmp_path / "class" / "grades" / f"shard-{k}").mkdir(parents=True)
-    script = merger["args"][0].replace("/class/", f"{tmp_path}/class/")
-    (argv,) = run_recording(script, tmp_path, {})
-    args = parse_like_the_grader(grader_argv(argv), monkeypatch)
-    assert [str(p) for p in args["parts"]] == [f"{tmp_path}/class/grades/shard-{k}" for k in (1, 2, 3)]
-    assert str(args["out"]) == f"{tmp_path}/class/grades/class" and args["roster"] is not None
-
-
-SBATCH = """#!/bin/bash
-# a stand-in for Slurm's sbatch: prints a job id (--parsable), runs --wrap's command at once
-echo "$*" >> "$ARGV_DIR/../sbatch.log"
-wrap=""
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --wrap) wrap="$2"; shift ;;
-    --wrap=*) wrap="${1#--wrap=}" ;;
-  esac
-  shift
-done
-if [ -n "$wrap" ]; then sh -c "$wrap"; fi
-echo "4242;cluster"
-"""
-
-
-def test_the_slurm_scripts_run_lines_the_grader_accepts(tmp_path, monkeypatch):
-    has_shard = "--shard" in grader_options(monkeypatch)
-    array = doc_block("grade-array.sbatch")
-    assert re.search(r"^#SBATCH --array=1-3$", array, re.M)
-    course, klass = tmp_path / "course", tmp_path / "class"
-    (course / ".venv" / "bin").mkdir(parents=True)
-    (klass / "grades").mkdir(parents=True)
-    (klass / "seed").write_text("2718281828\n")
-    (course / ".venv" / "bin" / "python").symlink_to(tmp_path / "bin" / "python")
-    for task in (1, 2, 3):
-        (argv,) = run_recording(array, tmp_path, {
-            "SLURM_SUBMIT_DIR": str(course), "SLURM_ARRAY_TASK_ID": str(task),
-            "SLURM_ARRAY_TASK_COUNT": "3", "SLURM_CPUS_PER_TASK": "2", "CLASS": str(klass)})
-        args = check_shard_line(grader_argv(argv), task, 3, monkeypatch, has_shard)
-        assert args["seed"] == 2718281828 and args["jobs"] == 2
-        assert str(args["out"]) == f"{klass}/grades/shard-{task}"
-        (klass / "grades" / f"shard-{task}").mkdir()
-
-    (course / "grade-array.sbatch").write_text(array)
-    (argv,) = run_recording(doc_block("submit.sh"), tmp_path, {"CLASS": str(klass)}, cwd=course,
-                            fakes={"sbatch": SBATCH})
-    args = parse_like_the_grader(grader_argv(argv), monkeypatch)
-    assert [str(p) for p in args["parts"]] == [f"{klass}/grades/shard-{k}" for k in (1, 2, 3)]
-    assert str(args["out"]) == f"{klass}/grades/class"
-    assert "--dependency=afterok:4242 " in (tmp_path / "sbatch.log").read_text()
-
-
-def test_the_by_hand_shard_lines_are_ones_the_grader_accepts(monkeypatch):
-    import shlex
-
-    has_shard = "--shard" in grader_options(monkeypatch)
-    block = doc_block("by hand: the seed once a term, then one shard per machine (a shared "
-                      "folder), then the merge")
-    lines = [l for l in block.splitlines() if "-m course.grading" in l]
-    assert len(lines) == 3
-    for k, line in enumerate(lines, start=1):
-        argv = shlex.split(line.replace('"$(cat seed)"', "12345"))
-        args = check_shard_line(argv[argv.index("course.grading") + 1:], k, 3, monkeypatch,
-                                has_shard)
-        assert args["seed"] == 12345 and args["out"] == f"grades/shard-{k}"
+# The cluster recipes of docs/instructors.md (Kubernetes, Slurm, shards by hand) are run as
+# written by tests/test_docs_commands.py and, on a real Slurm, by tests/test_slurm.py.
 
 
 # ---------------------------------------------- what plain nbval on a student's notebook proves
@@ -809,3 +625,160 @@ def test_plain_nbval_passes_a_wrong_cell_the_student_saved(tmp_path):
     nbformat.write(notebook, path)
     done = nbval()
     assert done.returncode == 1 and "1 failed" in done.stdout, done.stdout[-2000:]
+
+
+# ------------------------------------------------ collect, hand-back, the class's folders
+
+
+def _zip_bytes(files: dict[str, bytes | str]) -> bytes:
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def test_collect_reads_a_moodle_download_in_folders_and_flat(tmp_path):
+    from course.grading.collect import collect
+
+    download = tmp_path / "class" / "moodle.zip"
+    download.parent.mkdir()
+    download.write_bytes(_zip_bytes({
+        "Ada Lovelace_1001_assignsubmission_file/exercises.zip": _zip_bytes(
+            {"exercises/warmup.py": "x = 1\n", "../evil.py": "no", "__MACOSX/._x": "mac"}),
+        "Bob Babbage_1002_assignsubmission_file_warmup.py": "y = 2\n",        # before Moodle 3.1
+        "Bob Babbage_1002_assignsubmission_file_softmax (1).py": "z = 3\n",
+        "Ann Lee_1003_assignsubmission_onlinetext/onlinetext.html": "<p>hi</p>",
+        "readme.txt": "not anyone's"}))
+    roster = tmp_path / "class" / "roster.csv"
+    roster.write_text("folder,lms_id,name\nada,A1,Ada Lovelace\n")
+    handles = collect(download, tmp_path / "class" / "collected", roster)
+    subs = tmp_path / "class" / "collected"
+    assert sorted(p.name for p in subs.iterdir()) == [".lms.json", "Ann Lee", "Bob Babbage", "ada"]
+    assert (subs / "ada" / "exercises" / "warmup.py").read_text() == "x = 1\n"
+    assert not (subs / "evil.py").exists() and not (subs / "ada" / "__MACOSX").exists()
+    assert sorted(p.name for p in (subs / "Bob Babbage").iterdir()) == ["softmax (1).py", "warmup.py"]
+    assert handles["students"]["ada"] == {"lms": "moodle", "id": "1001", "name": "Ada Lovelace",
+                                          "attachments": []}
+    with pytest.raises(SystemExit, match="is not empty"):
+        collect(download, subs)
+
+
+def test_collect_reads_a_canvas_download_as_canvas_reads_its_names(tmp_path):
+    from course.grading.collect import canvas_parts, collect
+
+    assert canvas_parts("lovelaceada_late_4211_90001_softmax_v2.py") == (
+        "lovelaceada", "4211", "90001", "softmax_v2.py")
+    assert canvas_parts("4211_90001_warmup.py") == ("", "4211", "90001", "warmup.py")  # anonymous
+    download = tmp_path / "download"
+    download.mkdir()  # an unpacked download works too
+    (download / "lovelaceada_4211_90001_warmup.py").write_text("w\n")
+    (download / "lovelaceada_4211_90002_exercises.zip").write_bytes(
+        _zip_bytes({"attention-course-main/exercises/softmax.py": "s\n"}))
+    (download / "smithjo_4212_90003_warmup.py").write_text("j\n")
+    handles = collect(download, tmp_path / "collected")
+    ada = tmp_path / "collected" / "lovelaceada"
+    assert (ada / "attention-course-main" / "exercises" / "softmax.py").read_text() == "s\n"
+    assert handles["students"]["lovelaceada"]["attachments"] == [["90001", "warmup.py"],
+                                                                  ["90002", "exercises.zip"]]
+    assert handles["students"]["smithjo"]["id"] == "4212"
+
+
+def test_handback_zips_name_each_student_as_the_lms_reads_them(tmp_path):
+    import json
+    import zipfile
+
+    from course.grading.handback import build
+    from tests.lms_formats import canvas_reupload_target, moodle_feedback_target
+
+    out, subs = tmp_path / "grades", tmp_path / "collected"
+    records = [student("ada"), student("Ann_Lee", report_name="Ann_Lee~1"), student("cy")]
+    for record in records:
+        rec.save_student(out, record)
+    write_feedback(out, info(), records)
+    subs.mkdir()
+    (subs / ".lms.json").write_text(json.dumps({"students": {
+        "ada": {"lms": "canvas", "id": "4211", "name": "lovelaceada",
+                "attachments": [["90002", "warmup.py"], ["90001", "exercises.zip"]]},
+        "Ann_Lee": {"lms": "moodle", "id": "1003", "name": "Ann_Lee van 2"}}}))
+    held = build(out, subs)
+    assert held == {"feedback.zip": ["Ann_Lee", "ada", "cy"], "canvas-feedback.zip": ["ada"],
+                    "moodle-feedback.zip": ["Ann_Lee"]}
+    folder = out / "handback"
+    with zipfile.ZipFile(folder / "canvas-feedback.zip") as archive:
+        (name,) = archive.namelist()
+        assert canvas_reupload_target(name) == ("4211", "90001")
+        inner = zipfile.ZipFile(io.BytesIO(archive.read(name)))  # exercises.zip: a zip back
+        assert inner.read("feedback.md").decode().startswith("# ada: 4.5 / 4.5 points")
+    with zipfile.ZipFile(folder / "moodle-feedback.zip") as archive:
+        (name,) = archive.namelist()
+        assert moodle_feedback_target(name) == (1003, "assignfeedback", "file", "feedback.md")
+    assert "- `cy`" in (folder / "README.md").read_text()
+    first = (folder / "feedback.zip").read_bytes()
+    build(out, subs)
+    assert (folder / "feedback.zip").read_bytes() == first  # the same records, the same bytes
+
+
+def test_the_class_folders_must_lie_outside_the_course(tmp_path):
+    from course.grading.classdir import ClassPathError, check_class_paths
+
+    check_class_paths({"OUT": tmp_path / "grades", "ROSTER": None})
+    for variable, path in (("OUT", ROOT / "grades"), ("SUBMISSIONS", ROOT / "build" / "x"),
+                           ("ROSTER", ROOT / "roster.csv"), ("SEED_FILE", ROOT / "seed"),
+                           ("OUT", ROOT.parent)):
+        with pytest.raises(ClassPathError) as refused:
+            check_class_paths({variable: path})
+        message = str(refused.value.code)
+        assert message.startswith(f"make grade: {variable}={path} ")
+        assert "keep the class beside the course, e.g. " + variable + "=../class/" in message
+
+
+def test_students_are_whole_folder_names(tmp_path):
+    from course.grading.wanted import WantedError, wanted_students
+
+    folders = ["Ann Lee", "Ann", "Lee", "ada", "bob", "Bo Li"]
+    assert wanted_students(["ada bob"], None, folders) == ["ada", "bob"]
+    assert wanted_students(["Ann Lee"], None, folders) == ["Ann Lee"]  # the whole name wins
+    assert wanted_students(["Ann Lee\nBo Li\r\nada"], None, folders) == ["Ann Lee", "Bo Li", "ada"]
+    assert wanted_students(["ada", "Bo Li"], None, folders) == ["ada", "Bo Li"]  # --students
+    names = tmp_path / "students.txt"
+    names.write_text("\ufeffAnn Lee\n\nBo Li  \n", encoding="utf-8")
+    assert wanted_students(None, names, folders) == ["Ann Lee", "Bo Li"]
+    assert wanted_students(None, None, folders) is None
+    with pytest.raises(WantedError):
+        wanted_students(["  "], None, folders)
+
+
+def test_a_run_into_out_takes_outs_lessons_points_and_limits(tmp_path):
+    from course.grading.reuse import points_toml, settle
+    from course.grading.run import Options
+
+    recorded = info(settings={**info().settings, "cell_timeout": 20, "hidden_timeout": 20,
+                              "per_lesson": True, "unsafe": True, "jobs": 4})
+    rec.save_class(tmp_path, recorded)
+    options = Options()
+    settings = settle(tmp_path, {}, options)
+    assert options.lessons == ["00", "01"] and options.points == POINTS and options.per_lesson
+    assert (settings.cell_timeout, settings.hidden_timeout, settings.unsafe) == (20, 20, False)
+    assert options.reused[:2] == ["lessons", "points"] and "cell_timeout" in options.reused
+    given = Options(lessons=["00"], points_file=tmp_path / "p.toml", per_lesson=False)
+    settings = settle(tmp_path, {"cell_timeout": 30.0}, given)
+    assert given.lessons == ["00"] and given.points is None and given.per_lesson is False
+    assert (settings.cell_timeout, settings.hidden_timeout) == (30.0, 30.0)
+    fresh = Options()
+    assert settle(tmp_path / "new", {}, fresh).cell_timeout == 60 and fresh.lessons is None
+    import tomllib
+
+    assert tomllib.loads(points_toml(POINTS))["points"] == POINTS
+
+
+def test_feedback_names_the_files_not_graded(tmp_path):
+    record = student("dee", ignored=["exercises/softmax (1).py (not a module name; did you mean "
+                                     "exercises/softmax.py?)", "solutions/ (only exercises/*.py "
+                                     "count)"])
+    text = feedback_text(info(), record)
+    assert "## Files not graded" in text and "softmax (1).py" in text
+    assert "did you mean exercises/softmax.py?" in text and "hand it in again" in text
+    assert "## Files not graded" not in feedback_text(info(), student("ada"))
