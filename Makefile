@@ -92,9 +92,7 @@ reference: $(STAMP)
 grade: $(STAMP)
 	@if [ -z "$(strip $(SUBMISSIONS))" ] || [ -z "$(strip $(OUT))" ]; then \
 	  echo "usage: make grade SUBMISSIONS=<dir> OUT=<dir> [JOBS=n] [LESSONS=00-02] [FULL=1] [STUDENTS=\"ada bob\"] [STUDENTS_FILE=<file>] [SHARD=K/N] [ROSTER=roster.csv] [PER_LESSON=1] [SEED_FILE=<file>]" >&2; exit 2; fi
-	$(BIN)/python -m course.grading --submissions "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(LESSONS),--lessons $(LESSONS)) $(if $(FULL),--full) $(if $(UNSAFE),--unsafe-no-sandbox) $(if $(STUDENTS),--students "$$STUDENTS") $(if $(STUDENTS_FILE),--students-file "$(STUDENTS_FILE)") $(if $(SHARD),--shard $(SHARD)) $(if $(ROSTER),--roster "$(ROSTER)") $(PER_LESSON_FLAG) $(if $(SEED_FILE),--seed-file "$(SEED_FILE)")
-
-PER_LESSON_FLAG = $(if $(filter 1 yes true,$(PER_LESSON)),--per-lesson)$(if $(filter 0 no false,$(PER_LESSON)),--no-per-lesson)
+	$(BIN)/python -m course.grading --submissions "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(LESSONS),--lessons $(LESSONS)) $(if $(FULL),--full) $(if $(UNSAFE),--unsafe-no-sandbox) $(if $(STUDENTS),--students "$$STUDENTS") $(if $(STUDENTS_FILE),--students-file "$(STUDENTS_FILE)") $(if $(SHARD),--shard $(SHARD)) $(if $(ROSTER),--roster "$(ROSTER)") $(if $(filter 1 yes true,$(PER_LESSON)),--per-lesson)$(if $(filter 0 no false,$(PER_LESSON)),--no-per-lesson) $(if $(SEED_FILE),--seed-file "$(SEED_FILE)")
 
 # Merge the OUT folders of a class graded in shards (make grade ... SHARD=K/N) into one OUT:
 # the gradebook, reports and feedback of one run. Optional: ROSTER=roster.csv (Canvas and Moodle
@@ -103,7 +101,7 @@ PER_LESSON_FLAG = $(if $(filter 1 yes true,$(PER_LESSON)),--per-lesson)$(if $(fi
 grade-merge: $(STAMP)
 	@if [ -z "$(strip $(PARTS))" ] || [ -z "$(strip $(OUT))" ]; then \
 	  echo "usage: make grade-merge PARTS=\"OUT1 OUT2 ...\" OUT=<dir> [ROSTER=roster.csv] [PER_LESSON=1]" >&2; exit 2; fi
-	$(BIN)/python -m course.grading merge --parts $(PARTS) --out "$(OUT)" $(if $(ROSTER),--roster "$(ROSTER)") $(PER_LESSON_FLAG)
+	$(BIN)/python -m course.grading merge --parts $(PARTS) --out "$(OUT)" $(if $(ROSTER),--roster "$(ROSTER)") $(if $(filter 1 yes true,$(PER_LESSON)),--per-lesson)$(if $(filter 0 no false,$(PER_LESSON)),--no-per-lesson)
 
 # Turn an LMS's bulk download of the submissions (Canvas's or Moodle's "Download all
 # submissions" zip, or its unpacked folder) into one folder per student for make grade.
