@@ -174,29 +174,38 @@ def _grade_one(job: Job, ctx: ClassContext, settings: Settings) -> StudentRecord
 
 def grade_all(jobs: list[Job], ctx: ClassContext, settings: Settings, state: OutState,
               info: ClassInfo, workers: int) -> dict[str, StudentRecord]:
-    """Stage 3: every job, `workers` at a time; OUT is written by this thread only."""
+    """Stage 3: every job, `workers` at a time; OUT is written by this thread only. On Ctrl-C,
+    the students whose grading had ended are recorded before the others are stopped (a worker
+    takes its next student as soon as one ends, before this thread has written the record)."""
     from tqdm import tqdm
 
     records, limits = dict(state.records), settings.line()
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool, \
             tqdm(total=len(jobs), unit="student", file=sys.stderr, disable=None) as bar:
         futures = [pool.submit(_grade_one, job, ctx, settings) for job in jobs]
-        graded = 0
+        recorded: set = set()
+
+        def record(future) -> None:
+            result = future.result()
+            write_student(state.out, result, limits)
+            records[result.report_name] = result
+            write_gradebook(state.out, info.checks, records.values())
+            recorded.add(future)
+            bar.update(1)
+            tqdm.write(f"  {shown(result.student)}: {result.status}, {fmt(result.total)}/"
+                       f"{fmt(result.maximum)} in {result.seconds:g} s", file=sys.stdout)
+
         try:
             for future in as_completed(futures):
-                record = future.result()
-                write_student(state.out, record, limits)
-                records[record.report_name] = record
-                write_gradebook(state.out, info.checks, records.values())
-                graded += 1
-                bar.update(1)
-                tqdm.write(f"  {shown(record.student)}: {record.status}, {fmt(record.total)}/"
-                           f"{fmt(record.maximum)} in {record.seconds:g} s", file=sys.stdout)
+                record(future)
         except KeyboardInterrupt:
+            ended = [f for f in futures if f.done() and not f.cancelled() and f not in recorded]
             LIVE.stop()
             for future in futures:
                 future.cancel()
-            raise Stopped(graded, len(jobs)) from None
+            for future in ended:
+                record(future)
+            raise Stopped(len(recorded), len(jobs)) from None
     return records
 
 
