@@ -6,7 +6,7 @@
 #   slurm-wlm, munge   a one-node Slurm that tests/test_slurm.py starts to run the instructors'
 #               guide's job array (as root only: slurmd runs jobs as their user, so the test
 #               skips for anyone else, and nothing is installed for it then; never for the
-#               student release, which has no tests/test_slurm.py)
+#               student release, which has no Slurm recipe, docs/cluster/submit.sh)
 # Installs what is missing with apt-get (through sudo when not root). Where it cannot (no
 # apt-get, no root and no sudo that works without a terminal), it stops at once and prints the
 # one command that fixes it. Silent and fast when all are there; safe to run again.
@@ -23,7 +23,7 @@ command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 has() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
 slurm_missing() { ! { has slurmctld && has slurmd && has sbatch && has munged; }; }
 course_dir=$(cd "${BASH_SOURCE[0]%/*}/.." && pwd)
-if [ "$(id -u)" = 0 ] && [ -e "$course_dir/tests/test_slurm.py" ] && slurm_missing; then
+if [ "$(id -u)" = 0 ] && [ -e "$course_dir/docs/cluster/submit.sh" ] && slurm_missing; then
   missing+=(slurm-wlm munge)
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0
