@@ -132,7 +132,7 @@ def test_binder_environment_is_lean_conda_forge_with_cpu_torch():
 # requirements.in name -> conda-forge name (None: not needed on Binder)
 CONDA_NAMES = {"torch": "pytorch-cpu", "graphviz": "python-graphviz", "matplotlib": "matplotlib-base",
                "graphviz-pure": "graphviz",  # conda-forge graphviz ships the real `dot`
-               "playwright": None, "pytest-xdist": None}
+               "playwright": None, "pytest-xdist": None, "kubernetes-validate": None}
 
 
 def test_binder_environment_has_every_package_the_course_needs():

@@ -259,7 +259,8 @@ def test_in_the_conda_environment_make_uses_it_and_pip_adds_only_the_test_extras
     (command,) = setup_dry_run(env_dir)
     assert "--no-deps" in command
     extras = {word.split("==")[0] for word in command.split() if "==" in word}
-    assert extras == {"playwright", "greenlet", "pytest-xdist", "execnet"}
+    assert extras == {"playwright", "greenlet", "pytest-xdist", "execnet", "kubernetes-validate",
+                      "importlib_resources"}
     # make clean never deletes a conda environment
     assert str(env_dir) not in subprocess.run(
         ["make", "-n", "clean"], cwd=ROOT, capture_output=True, text=True,
