@@ -450,17 +450,6 @@ SEED = 424242
 TIMING = re.compile(r"Graded in \S+ s")  # the one line of a report that a timing changes
 
 
-def _grader_help() -> str:
-    import os
-    import subprocess
-    import sys
-
-    done = subprocess.run([sys.executable, "-m", "course.grading", "--help"], cwd=ROOT,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
-                          text=True, timeout=300)
-    return done.stdout
-
-
 def records_of_today(out: Path) -> None:
     """Until the grader writes records itself (records.py is its contract), make them from its
     results.json, as the grader will: the kind of the failed hidden case from its message."""
@@ -531,8 +520,10 @@ def tree(out: Path) -> dict[str, object]:
 
 
 @pytest.mark.slow
-def test_three_shards_merged_are_one_run(tmp_path):
-    from course.grading.merge import grading_key
+def test_a_graded_class_with_a_cheater_gives_feedback_without_hidden_values(tmp_path):
+    """A small class graded for real (shards and their merge: tests/test_docs_commands.py and
+    tests/test_slurm.py): the gradebook, the LMS files, and the cheater's feedback, which names
+    the kind of hidden case it failed, never its values or the run's output."""
     from course.grading.sandbox import bwrap_problem
 
     if bwrap_problem():
@@ -540,50 +531,27 @@ def test_three_shards_merged_are_one_run(tmp_path):
     subs = tmp_path / "submissions"
     build_small_class(subs)
     roster = class_roster(tmp_path)
-    helps = _grader_help()
-    grade_small_class(subs, tmp_path / "one", *(["--roster", str(roster)] if "--roster" in helps
-                                                else []), roster=roster)
-    parts = [tmp_path / f"shard-{k}" for k in (1, 2, 3)]
-    folders = sorted(p.name for p in subs.iterdir())
-    for k, part in enumerate(parts, start=1):
-        if "--shard" in helps:
-            grade_small_class(subs, part, "--shard", f"{k}/3")
-        else:  # until the grader has --shard: each shard's share in its own SUBMISSIONS
-            share = tmp_path / f"subs-{k}"
-            for name in folders[k - 1::3]:
-                import shutil
-
-                shutil.copytree(subs / name, share / name)
-            grade_small_class(share, part)
-    merge(parts, tmp_path / "merged", roster=roster)
-
-    one, merged = tree(tmp_path / "one"), tree(tmp_path / "merged")
+    grade_small_class(subs, tmp_path / "one", "--roster", str(roster))
+    one = tmp_path / "one"
     assert {"gradebook.csv", "students/cy.json", "reports/cy.md", "feedback/cy.md",
-            "lms/canvas.csv", "lms/moodle.csv", "lms/summary.md"} <= set(one)
-    assert sorted(one) == sorted(merged)
-    for name in one:
-        assert one[name] == merged[name], name
-    assert grading_key(rec.load_class(tmp_path / "one")) == \
-        grading_key(rec.load_class(tmp_path / "merged"))
-    book = (tmp_path / "merged" / "gradebook.csv").read_text().splitlines()
+            "lms/canvas.csv", "lms/moodle.csv", "lms/summary.md"} <= set(tree(one))
+    book = (one / "gradebook.csv").read_text().splitlines()
     assert book[1:] == ["ada,ok,3,3,1,1,1,", "bob,ok,2,3,0,1,1,", "cy,ok,2,3,0,1,1,"
                         + "imports-course mentions-reference-data unconfirmed",
                         "dee,no-submission,0,3,0,0,0,"]
-    assert sorted(p.name for p in (tmp_path / "merged" / "raw").iterdir()) == ["ada", "bob", "cy", "dee"]
-
-    # the cheater's feedback names the kind of hidden case, never its values or the run's output
-    cy = rec.load_students(tmp_path / "merged")["cy"].checks[0]
+    cy = rec.load_students(one)["cy"].checks[0]
     assert cy.confirmed is False and cy.hidden_failure
-    feedback = (tmp_path / "merged" / "feedback" / "cy.md").read_text()
+    feedback = (one / "feedback" / "cy.md").read_text()
     assert f"`{cy.hidden_failure}`" in feedback
     assert cy.message.split(f"'{cy.hidden_failure}'")[-1].strip(": ") not in feedback
     assert str(SEED) not in feedback and not re.search(r"\d\.\d{4,}", feedback)
-    for path in (tmp_path / "merged" / "raw" / "cy").glob("hidden*"):
+    for path in (one / "raw" / "cy").glob("hidden*"):
         for line in path.read_text(errors="replace").splitlines():
             assert len(line.strip()) < 20 or line.strip() not in feedback, line
-    canvas = read_canvas((tmp_path / "merged" / "lms" / "canvas.csv").read_text())
-    assert {s["id"]: s["scores"]["Attention course"] for s in canvas["students"]} == \
-        {"4211": 3.0, "4212": 2.0, "4213": 2.0, "4214": 0.0}
+    canvas = read_canvas((one / "lms" / "canvas.csv").read_text())
+    assert {s["id"] or s["sis_login_id"]: s["scores"]["Attention course"]
+            for s in canvas["students"]} == {"4211": 3.0, "4212": 2.0, "4213": 2.0, "4214": 0.0,
+                                             "fay@example.edu": 0.0}
 
 
 # The cluster recipes of docs/instructors.md (Kubernetes, Slurm, shards by hand) are run as
