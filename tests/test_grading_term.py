@@ -750,3 +750,19 @@ def test_feedback_names_the_files_not_graded(tmp_path):
     assert "## Files not graded" in text and "softmax (1).py" in text
     assert "did you mean exercises/softmax.py?" in text and "hand it in again" in text
     assert "## Files not graded" not in feedback_text(info(), student("ada"))
+
+
+def test_a_merge_writes_the_lms_files_from_the_roster_its_parts_keep(tmp_path):
+    """Shards graded with ROSTER= keep it; a merge given none writes the LMS files from theirs,
+    and a later run into the merged OUT finds it there too (render.py)."""
+    from course.grading.roster import store_roster
+
+    ada, bob, *_ = the_class()
+    p1, p2 = write_part(tmp_path / "p1", [ada]), write_part(tmp_path / "p2", [bob])
+    for part in (p1, p2):
+        store_roster(part, class_roster(tmp_path))
+    merge([p1, p2], tmp_path / "out")
+    rows = read_canvas((tmp_path / "out" / "lms" / "canvas.csv").read_text())["students"]
+    assert {r["id"]: r["scores"]["Attention course"] for r in rows if r["id"]} == {
+        "4211": 4.5, "4212": 3.5, "4213": 0.0, "4214": 0.0}
+    assert oct((tmp_path / "out" / "roster.csv").stat().st_mode & 0o777) == "0o600"

@@ -41,11 +41,12 @@ SETTING_OPTIONS = {"cell_timeout": "cell_timeout", "student_timeout": "student_t
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m course.grading",
-        description="grade a folder of submissions in a sandbox; see docs/instructors.md",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+        description="grade a folder of submissions in a sandbox; see docs/instructors.md "
+                    "(an option left out takes OUT's value, when OUT holds a class)")
     p.add_argument("--submissions", required=True, help="folder with one subfolder per student")
     p.add_argument("--out", required=True, help="where the gradebook goes")
-    p.add_argument("--jobs", type=int, default=1, help="students graded at the same time")
+    p.add_argument("--jobs", type=int, default=1, help="students graded at the same time "
+                   "(default: 1)")
     p.add_argument("--lessons", nargs="+", help="only these lessons, e.g. 00-02 or 01,03 "
                    "(default: OUT's, else every lesson)")
     p.add_argument("--full", action="store_true",
