@@ -31,5 +31,16 @@ def main(argv=None) -> int:
     return grade_main(argv)
 
 
+def exit_now(code: int) -> None:
+    """End the process without the interpreter's teardown: every file of the run is written
+    (atomically, fsynced) and every thread joined by then, and tearing down a process that
+    imported torch costs seconds on a busy machine (3.5-4.4 s against 0.25 s, load 20 on 2 cores)."""
+    import os
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())
