@@ -619,12 +619,14 @@ def test_collect_reads_a_moodle_download_in_folders_and_flat(tmp_path):
         "Bob Babbage_1002_assignsubmission_file_warmup.py": "y = 2\n",        # before Moodle 3.1
         "Bob Babbage_1002_assignsubmission_file_softmax (1).py": "z = 3\n",
         "Ann Lee_1003_assignsubmission_onlinetext/onlinetext.html": "<p>hi</p>",
+        ".._1004_assignsubmission_file/x.py": "a name that is a path",
         "readme.txt": "not anyone's"}))
     roster = tmp_path / "class" / "roster.csv"
     roster.write_text("folder,lms_id,name\nada,A1,Ada Lovelace\n")
     handles = collect(download, tmp_path / "class" / "collected", roster)
     subs = tmp_path / "class" / "collected"
-    assert sorted(p.name for p in subs.iterdir()) == [".lms.json", "Ann Lee", "Bob Babbage", "ada"]
+    assert sorted(p.name for p in subs.iterdir()) == [".lms.json", "Ann Lee", "Bob Babbage", "ada",
+                                                      "moodle-1004"]
     assert (subs / "ada" / "exercises" / "warmup.py").read_text() == "x = 1\n"
     assert not (subs / "evil.py").exists() and not (subs / "ada" / "__MACOSX").exists()
     assert sorted(p.name for p in (subs / "Bob Babbage").iterdir()) == ["softmax (1).py", "warmup.py"]

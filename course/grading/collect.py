@@ -164,7 +164,9 @@ def folder_names(students: list[Student], roster_path: Path | None) -> dict[tupl
     for s in students:
         named = by_name.get(folder_key(s.name), [])
         folder = by_id.get(s.key) if s.lms == "canvas" else (named[0] if len(named) == 1 else None)
-        chosen[s.lms, s.key] = folder or s.name or f"{s.lms}-{s.key}"
+        # a name from the download is a student's text: never a path, never a hidden folder
+        plain = s.name if s.name and not s.name.startswith(".") and "/" not in s.name else None
+        chosen[s.lms, s.key] = folder or plain or f"{s.lms}-{s.key}"
         counts[chosen[s.lms, s.key]] = counts.get(chosen[s.lms, s.key], 0) + 1
     return {k: (v if counts[v] == 1 else f"{v}_{k[1]}") for k, v in chosen.items()}
 
