@@ -768,3 +768,17 @@ def test_a_merge_writes_the_lms_files_from_the_roster_its_parts_keep(tmp_path):
     assert {r["id"]: r["scores"]["Attention course"] for r in rows if r["id"]} == {
         "4211": 4.5, "4212": 3.5, "4213": 0.0, "4214": 0.0}
     assert oct((tmp_path / "out" / "roster.csv").stat().st_mode & 0o777) == "0o600"
+
+
+def test_collect_reads_a_students_zip_only_within_its_limits(monkeypatch):
+    from course.grading import collect
+
+    monkeypatch.setattr(collect, "MAX_STUDENT_BYTES", 100)
+    files, left_out = collect.unpacked([("a.zip", _zip_bytes({"x.py": "x" * 60, "y.py": "y" * 60,
+                                                              "z.py": "z"})),
+                                        ("b.py", b"b" * 50)])
+    assert [name for name, _ in files] == ["x.py", "z.py"]
+    assert any("y.py (over" in item for item in left_out) and any("b.py (over" in item
+                                                                 for item in left_out)
+    assert collect.unpacked([("c.zip", b"not a zip")])[1] == [
+        "c.zip (not a readable zip: File is not a zip file)"]

@@ -117,38 +117,45 @@ def _safe(name: str) -> str | None:
     return path.as_posix()
 
 
+def _members(name: str, content: bytes, budget: int, left_out: list[str]) -> list[tuple[str, bytes]]:
+    """A zip's files, read only while their declared sizes fit in `budget` bytes (a zip's
+    reader never gives more than an entry declares)."""
+    members = []
+    try:
+        with zipfile.ZipFile(io.BytesIO(content)) as archive:
+            for info in archive.infolist():
+                if info.is_dir():
+                    continue
+                if (info.external_attr >> 16) & 0o170000 == 0o120000:
+                    left_out.append(f"{name}: {info.filename} (a link)")
+                elif info.file_size > budget or len(members) >= MAX_ENTRIES:
+                    left_out.append(f"{name}: {info.filename} (over {MAX_STUDENT_BYTES >> 20} "
+                                    f"MiB or {MAX_ENTRIES} files in all)")
+                else:
+                    members.append((info.filename, archive.read(info)))
+                    budget -= info.file_size
+    except (zipfile.BadZipFile, OSError, RuntimeError, ValueError) as err:
+        left_out.append(f"{name} (not a readable zip: {err})")
+    return members
+
+
 def unpacked(files: list[tuple[str, bytes]]) -> tuple[list[tuple[str, bytes]], list[str]]:
     """The student's files with each zip they handed in unpacked in its place (one level), and
     what was left out and why."""
     found, left_out, total = [], [], 0
     for name, content in files:
-        members = [(name, content)]
-        if name.lower().endswith(".zip"):
-            try:
-                with zipfile.ZipFile(io.BytesIO(content)) as archive:
-                    members = []
-                    for info in archive.infolist():
-                        if info.is_dir():
-                            continue
-                        if (info.external_attr >> 16) & 0o170000 == 0o120000:
-                            left_out.append(f"{name}: {info.filename} (a link)")
-                        elif info.file_size > MAX_STUDENT_BYTES:
-                            left_out.append(f"{name}: {info.filename} (too large)")
-                        else:
-                            members.append((info.filename, archive.read(info)))
-            except (zipfile.BadZipFile, OSError, RuntimeError) as err:
-                left_out.append(f"{name} (not a readable zip: {err})")
-                continue
+        members = _members(name, content, MAX_STUDENT_BYTES - total, left_out) \
+            if name.lower().endswith(".zip") else [(name, content)]
         for member, data in members:
             safe = _safe(member)
-            total += len(data)
             if safe is None:
                 left_out.append(f"{member} (a path outside the student's folder)")
-            elif total > MAX_STUDENT_BYTES or len(found) >= MAX_ENTRIES:
+            elif total + len(data) > MAX_STUDENT_BYTES or len(found) >= MAX_ENTRIES:
                 left_out.append(f"{member} (over {MAX_STUDENT_BYTES >> 20} MiB or "
                                 f"{MAX_ENTRIES} files in all)")
             elif not PurePosixPath(safe).parts[0].startswith("__MACOSX"):
                 found.append((safe, data))
+                total += len(data)
     return found, left_out
 
 
