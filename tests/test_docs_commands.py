@@ -192,12 +192,10 @@ def stand_ins(base: Path) -> dict:
 # ------------------------------------------------------------------------------ the term
 
 
-@pytest.fixture(scope="module")
-def the_term(tmp_path_factory):
+def run_the_term(base: Path):
     """Every command block of the guide, run in order in the course copy's folder; between two
     blocks, what the guide tells the instructor to do by hand (download the submissions, write
     the roster, put a corrected or a late submission in its folder)."""
-    base = tmp_path_factory.mktemp("term")
     course, klass = term.course_copy(base), base / "class"
     klass.mkdir()
     term.canvas_download(klass / "download.zip")
@@ -219,7 +217,18 @@ def the_term(tmp_path_factory):
 
 @needs_bwrap
 @pytest.mark.slow
-def test_the_term_gives_every_student_their_grade(the_term):
+def test_the_term_as_documented(tmp_path):
+    """One test, so that the term runs once whichever worker takes it (pytest-xdist)."""
+    ran = run_the_term(tmp_path)
+    for check in (check_the_term_gives_every_student_their_grade, check_the_lms_files_follow_every_run,
+                  check_a_renamed_file_reaches_the_students_own_feedback,
+                  check_the_hand_back_zips_reach_each_student_in_canvas,
+                  check_the_shards_by_hand_merge_into_the_one_machine_run,
+                  check_the_cluster_commands_reach_their_tools_as_documented):
+        check(ran)
+
+
+def check_the_term_gives_every_student_their_grade(the_term):
     _, klass, ran, books = the_term
     assert term.rows(klass / "grades") == term.EXPECTED
     before = books["before the regrade"]
@@ -234,9 +243,7 @@ def test_the_term_gives_every_student_their_grade(the_term):
                      regrade.stdout)
 
 
-@needs_bwrap
-@pytest.mark.slow
-def test_the_lms_files_follow_every_run(the_term):
+def check_the_lms_files_follow_every_run(the_term):
     """After the late student's run, the LMS files hold every record: 学生A's 3 points too."""
     _, klass, _, _ = the_term
     lms = klass / "grades" / "lms"
@@ -252,18 +259,14 @@ def test_the_lms_files_follow_every_run(the_term):
     assert "## In the roster without a submission (0 points): 0" in (lms / "summary.md").read_text()
 
 
-@needs_bwrap
-@pytest.mark.slow
-def test_a_renamed_file_reaches_the_students_own_feedback(the_term):
+def check_a_renamed_file_reaches_the_students_own_feedback(the_term):
     _, klass, _, _ = the_term
     feedback = (klass / "grades" / "feedback" / "dee.md").read_text()
     assert "## Files not graded" in feedback and "softmax (1).py" in feedback
     assert "did you mean exercises/softmax.py?" in feedback and "hand it in again" in feedback
 
 
-@needs_bwrap
-@pytest.mark.slow
-def test_the_hand_back_zips_reach_each_student_in_canvas(the_term):
+def check_the_hand_back_zips_reach_each_student_in_canvas(the_term):
     _, klass, _, _ = the_term
     handback = klass / "grades" / "handback"
     with zipfile.ZipFile(handback / "canvas-feedback.zip") as archive:
@@ -280,9 +283,7 @@ def test_the_hand_back_zips_reach_each_student_in_canvas(the_term):
     assert "学生A" in (handback / "README.md").read_text()
 
 
-@needs_bwrap
-@pytest.mark.slow
-def test_the_shards_by_hand_merge_into_the_one_machine_run(the_term):
+def check_the_shards_by_hand_merge_into_the_one_machine_run(the_term):
     _, klass, _, _ = the_term
     one, merged = term.tree(klass / "grades"), term.tree(klass / "merged")
     assert sorted(one) == sorted(merged) and "lms/canvas.csv" in one
@@ -290,9 +291,7 @@ def test_the_shards_by_hand_merge_into_the_one_machine_run(the_term):
         assert one[name] == merged[name], name
 
 
-@needs_bwrap
-@pytest.mark.slow
-def test_the_cluster_commands_reach_their_tools_as_documented(the_term):
+def check_the_cluster_commands_reach_their_tools_as_documented(the_term):
     base, klass, _, _ = the_term
     tools = (base / "stand-in-log" / "tools").read_text().splitlines()
     assert tools[:2] == ["docker build -t registry.example.edu/attention-course-grader:2025 .",
