@@ -39,8 +39,8 @@ EXCLUDE = {"solutions", "tests", "docs", ".ci", "course/grading", "course/releas
 RELEASE = ROOT / "course" / "release"  # the release's README.md and its tests (tests/)
 RELEASE_TESTS = "course/release/tests"  # what the release's `make test` (pytest) runs
 # Makefile targets that need solutions/ or serve the course's developers: not in the release
-DEVELOPER_TARGETS = {"notebooks", "stubs", "reference", "grade", "grade-merge", "handout",
-                     "screenshots", "lock", "messages"}
+DEVELOPER_TARGETS = {"notebooks", "stubs", "reference", "grade", "grade-merge", "collect",
+                     "handback", "handout", "screenshots", "lock", "messages"}
 MARKER = ".handout"  # lets a later run replace a folder it made itself
 
 

@@ -46,10 +46,10 @@ case "$installer" in
 esac
 
 if [ -d "$venv/conda-meta" ]; then
-  # playwright (the browser test) and pytest-xdist; their dependencies are pinned too, so no
-  # resolver run can move anything conda installed
+  # playwright (the browser test), pytest-xdist and kubernetes-validate (the manifests' test);
+  # their dependencies are pinned too, so no resolver run can move anything conda installed
   run "$venv/bin/python" -m pip install --quiet --no-deps \
-    $(pinned 'playwright|greenlet|pytest-xdist|execnet')
+    $(pinned 'playwright|greenlet|pytest-xdist|execnet|kubernetes-validate|importlib[-_]resources')
   echo "conda environment ready in $venv"
   exit 0
 fi

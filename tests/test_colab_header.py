@@ -210,7 +210,7 @@ def test_binder_environment_is_lean_conda_forge_with_cpu_torch():
 # requirements.in name -> conda-forge name (None: not needed on Binder)
 CONDA_NAMES = {"torch": "pytorch-cpu", "graphviz": "python-graphviz", "matplotlib": "matplotlib-base",
                "graphviz-pure": "graphviz",  # conda-forge graphviz ships the real `dot`
-               "playwright": None, "pytest-xdist": None,
+               "playwright": None, "pytest-xdist": None, "kubernetes-validate": None,
                "uv": None}  # the installer of scripts/setup_venv.sh; conda installs itself
 
 

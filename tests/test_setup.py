@@ -36,7 +36,7 @@ class FakeMachine:
     """A bin folder for the script's PATH, with fake id, sudo, apt-get and bwrap."""
 
     def __init__(self, root: Path, *, uid=0, chromium=False, bwrap=False, apt=True,
-                 sudo: str | None = None, install_fails=False):
+                 sudo: str | None = None, install_fails=False, slurm=True):
         self.bin = root / "bin"
         self.bin.mkdir()
         self.log = root / "calls.log"
@@ -51,6 +51,9 @@ class FakeMachine:
             write_exe(self.chromium, fake_chromium)
         if bwrap:
             write_exe(self.bin / "bwrap", "")
+        slurm_tools = ("slurmctld", "slurmd", "sbatch", "munged")
+        for tool in slurm_tools if slurm else ():
+            write_exe(self.bin / tool, "")
         if apt:
             write_exe(self.bin / "apt-get", f"""
 echo "apt-get $*" >> {self.log}
@@ -60,6 +63,8 @@ for a in "$@"; do
     install) {'exit 100' if install_fails else ':'} ;;
     chromium) printf '%s\\n' '#!{BASH}' '{fake_chromium.strip()}' > {self.chromium}; chmod +x {self.chromium} ;;
     bubblewrap) printf '%s\\n' '#!{BASH}' > {self.bin}/bwrap; chmod +x {self.bin}/bwrap ;;
+    slurm-wlm) for t in slurmctld slurmd sbatch; do printf '%s\\n' '#!{BASH}' > {self.bin}/$t; chmod +x {self.bin}/$t; done ;;
+    munge) printf '%s\\n' '#!{BASH}' > {self.bin}/munged; chmod +x {self.bin}/munged ;;
   esac
 done
 """)
@@ -112,6 +117,22 @@ def test_as_root_both_missing_are_installed_in_one_apt_call(tmp_path):
     installs = [c for c in machine.calls() if " install " in c]
     assert len(installs) == 1 and installs[0].endswith("install -y -qq chromium bubblewrap")
     assert (machine.bin / "bwrap").exists() and machine.chromium.exists()
+
+
+def test_as_root_a_missing_slurm_is_installed_with_the_rest(tmp_path):
+    machine = FakeMachine(tmp_path, bwrap=True, chromium=True, slurm=False)
+    done, _ = machine.run()
+    assert done.returncode == 0, done.stderr
+    installs = [c for c in machine.calls() if " install " in c]
+    assert len(installs) == 1 and installs[0].endswith("install -y -qq slurm-wlm munge")
+    assert machine.run()[0].stdout == ""
+
+
+def test_not_root_slurm_is_left_alone(tmp_path):
+    """tests/test_slurm.py needs root (slurmd runs jobs as their user): nothing to install."""
+    machine = FakeMachine(tmp_path, uid=1000, bwrap=True, chromium=True, slurm=False)
+    done, _ = machine.run()
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
 
 
 def test_not_root_with_passwordless_sudo_installs_through_sudo(tmp_path):
@@ -343,7 +364,8 @@ def test_in_the_conda_environment_make_uses_it_and_pip_adds_only_the_test_extras
     (command,) = setup_dry_run(env_dir)
     assert "--no-deps" in command
     extras = {word.split("==")[0] for word in command.split() if "==" in word}
-    assert extras == {"playwright", "greenlet", "pytest-xdist", "execnet"}
+    assert extras == {"playwright", "greenlet", "pytest-xdist", "execnet", "kubernetes-validate",
+                      "importlib-resources"}
     # make clean never deletes a conda environment
     assert str(env_dir) not in subprocess.run(
         ["make", "-n", "clean"], cwd=ROOT, capture_output=True, text=True,

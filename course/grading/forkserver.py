@@ -182,8 +182,9 @@ def main(fd: int) -> int:
     server.send(b"ready")
     while True:
         message, fds, _, _ = socket.recv_fds(server, 1 << 20, 8)
-        if not message:
-            return 0
+        if not message:  # the grader is done: end without tearing torch down (seconds when busy)
+            sys.stderr.flush()
+            os._exit(0)
         pid = os.fork()
         if pid == 0:
             server.close()

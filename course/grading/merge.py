@@ -26,9 +26,10 @@ from course.grading.lms import LMS_DIR, RosterError, read_roster
 from course.grading.names import shown
 from course.grading.records import ClassInfo, StudentRecord
 from course.grading.render import render_class
+from course.grading.roster import STORED, store_roster
 
 MARKER = ".merged"       # lets a later merge replace an OUT that a merge wrote
-RENDERED = ("gradebook.csv", "results.json", rec.CLASS_FILE)
+RENDERED = ("gradebook.csv", "results.json", rec.CLASS_FILE, STORED)
 COPIED_DIRS = (rec.STUDENTS_DIR, "reports", "raw", FEEDBACK_DIR, LMS_DIR)
 # what may differ between the shards of one class: how each run was started, not how it graded
 PER_RUN = outdir.PER_RUN | {"seconds", "started", "finished", "progress"}
@@ -139,10 +140,27 @@ def _part_results(part: Path) -> dict:
         return {}
 
 
-def merge(parts, out, roster: Path | None = None, per_lesson: bool = False) -> list[StudentRecord]:
-    """Merge the OUTs `parts` into `out`; return the class's records (sorted by folder)."""
+def keep_roster(loaded, out: Path, roster: Path | None) -> None:
+    """The merged OUT keeps the roster given, else the one the parts keep (LMS files then
+    follow every later run into OUT)."""
+    if roster is not None:
+        store_roster(out, roster)
+        return
+    for part, _, _ in loaded:
+        if (part / STORED).is_file():
+            shutil.copy2(part / STORED, out / STORED)
+            return
+
+
+def merge(parts, out, roster: Path | None = None,
+          per_lesson: bool | None = None) -> list[StudentRecord]:
+    """Merge the OUTs `parts` into `out`; return the class's records (sorted by folder).
+    `per_lesson` None: as the parts were graded."""
+    from course.grading.classdir import check_class_paths
+
     parts = [Path(p).resolve() for p in parts]
     out = Path(out).resolve()
+    check_class_paths({"OUT": out, "ROSTER": roster}, "make grade-merge")
     if not parts:
         raise MergeError("give the parts to merge: --parts OUT1 OUT2 ...")
     if len(set(parts)) != len(parts):
@@ -153,15 +171,18 @@ def merge(parts, out, roster: Path | None = None, per_lesson: bool = False) -> l
     records = check_disjoint(loaded)
     prepare_out(out, parts)
     copy_students(loaded, out)
+    keep_roster(loaded, out, roster)
     info = loaded[0][1]
     info.settings = {k: v for k, v in (info.settings or {}).items() if k not in SHARD_ONLY}
+    if per_lesson is not None:
+        info.settings["per_lesson"] = per_lesson
     rec.save_class(out, info)
     runs = [_part_results(p) for p in parts]
     render_class(out, info, records, {
         "seconds": max((r.get("seconds", 0) for r in runs), default=0),
         "jobs": runs[0].get("jobs") if runs else None,
         "skipped": sorted({s for r in runs for s in r.get("skipped", [])}),
-        "merged_from": [str(p) for p in parts]}, roster, per_lesson)
+        "merged_from": [str(p) for p in parts]}, None, per_lesson)
     return records
 
 
@@ -174,8 +195,8 @@ def main(argv=None) -> int:
                         help="the shards' OUT folders")
     parser.add_argument("--out", required=True, type=Path, help="the merged OUT (empty or new)")
     parser.add_argument("--roster", type=Path, help="roster CSV: also write OUT/lms/ (Canvas, Moodle)")
-    parser.add_argument("--per-lesson", action="store_true",
-                        help="one LMS column per lesson besides the total")
+    parser.add_argument("--per-lesson", action=argparse.BooleanOptionalAction, default=None,
+                        help="also the LMS files per lesson (default: as the parts were graded)")
     args = parser.parse_args(argv)
     try:
         records = merge(args.parts, args.out, args.roster, args.per_lesson)
@@ -186,5 +207,5 @@ def main(argv=None) -> int:
         print(f"make grade-merge: {err}", file=sys.stderr)
         return 2
     print(f"merged {len(records)} student(s) from {len(args.parts)} part(s) into {args.out.resolve()}: "
-          f"gradebook.csv, reports/, feedback/" + (", lms/" if args.roster else ""))
+          f"gradebook.csv, reports/, feedback/" + (", lms/" if (args.out / LMS_DIR).is_dir() else ""))
     return 0

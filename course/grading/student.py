@@ -61,12 +61,14 @@ def collect(folder: Path, ctx: ClassContext) -> Submission:
     digest = hashlib.sha256()
     for name, content in sorted(files.items()):
         digest.update(name.encode() + b"\0" + hashlib.sha256(content).digest())
+    left_out = ([f"exercises/{i}" for i in ignored] + [f"{e} (only exercises/*.py count)"
+                                                        for e in extras]
+                + submission.loose_files(folder, exercises, ctx.modules))
+    # a file named like an exercise but not as one (`softmax (1).py`): flagged in the gradebook
+    misnamed = ["misnamed-files"] if any("did you mean" in i for i in left_out) else []
     return Submission(
-        files, submission.code_flags(files) + (["ships-solutions"] if ships else []),
-        [f"exercises/{n}" for n in files],
-        [f"exercises/{i}" for i in ignored] + [f"{e} (only exercises/*.py count)" for e in extras]
-        + submission.loose_files(folder, exercises, ctx.modules),
-        digest.hexdigest()[:16] if files else "")
+        files, submission.code_flags(files) + (["ships-solutions"] if ships else []) + misnamed,
+        [f"exercises/{n}" for n in files], left_out, digest.hexdigest()[:16] if files else "")
 
 
 def _visible(job: Job, ctx: ClassContext, settings: Settings, files, deadline: float):

@@ -37,7 +37,7 @@ EXPECTED = {
     # exercises that call it are right on their own (one bug, one point)
     "nan_outputs": ("ok", [1, 0, 1, 1, 1, 1, 1, 1], ""),
     "kills_kernel": ("crashed", BUT_00, "exits-process"),
-    "misnamed_files": ("ok", NO_SOFTMAX, ""),            # Softmax.py, softmax (1).py
+    "misnamed_files": ("ok", NO_SOFTMAX, "misnamed-files"),  # Softmax.py, softmax (1).py
     "nested_course_copy": ("ok", ALL, "ships-solutions"),
     "empty": ("no-submission", [0] * 8, ""),
     "ada..\\escape": ("ok", ALL, ""),                      # an odd folder name
