@@ -22,7 +22,7 @@ so that `make handout LANG=zh` can write Chinese stubs (course/stub_text.py).
 
 Messages used only in PENDING sources stay out of the catalog (and out of the check) until they
 are translated: `python -m course.messages` says how many are waiting. No source is pending now
-(issue 24 translated every one); a new lesson finished on a branch before its translation can be
+(every one is translated); a new lesson finished on a branch before its translation can be
 listed there for a while.
 """
 from __future__ import annotations
