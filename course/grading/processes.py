@@ -1,6 +1,7 @@
 """Sandboxed processes once started: reading their pipes, their exit code and CPU time, killing
-the whole sandbox; every one running now (`LIVE`), so that a stopped run ends them at once; and
-the grader's side of the fork server (course/grading/forkserver.py)."""
+the whole sandbox; what the sandbox as a whole uses (`Watch`); every one running now (`LIVE`),
+so that a stopped run ends them at once; and the grader's side of the fork server
+(course/grading/forkserver.py)."""
 from __future__ import annotations
 
 import json
@@ -16,6 +17,11 @@ from pathlib import Path
 
 PR_SET_PDEATHSIG = 1
 STATUS = struct.Struct("id")  # what the fork server reports: exit code, CPU-seconds
+TICK = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+# a sandbox's processes together: CPU-seconds at most BURST + RATE x its wall seconds (an honest
+# one is a single thread: OMP, MKL and OpenBLAS get one each), memory the per-process limit
+RATE, BURST = 1.25, 2.0
 
 
 def die_with_parent() -> None:
@@ -64,6 +70,48 @@ class Live:
 LIVE = Live()
 
 
+class Watch:
+    """What every process of one sandbox uses together, read from the sandbox's own /proc (seen
+    from the host through the root of its first process: only its PID namespace is there).
+    Without cgroups (course/grading/cgroups.py) this is what bounds a tree of processes: a
+    storm of spinners, or of forks that each allocate up to the per-process limit."""
+
+    def __init__(self, ns_pid: int, memory_bytes: int):
+        self.proc, self.memory, self.started = f"/proc/{ns_pid}/root/proc", memory_bytes, time.monotonic()
+
+    def usage(self) -> tuple[int, float, int]:
+        """(processes, CPU-seconds, private resident bytes) of the sandbox now."""
+        count, ticks, private = 0, 0, 0
+        try:
+            pids = [p for p in os.listdir(self.proc) if p.isdigit()]
+        except OSError:
+            return 0, 0.0, 0
+        for pid in pids:
+            try:
+                with open(f"{self.proc}/{pid}/stat", "rb") as handle:
+                    fields = handle.read().rsplit(b")", 1)[1].split()
+                with open(f"{self.proc}/{pid}/statm", "rb") as handle:
+                    pages = handle.read().split()
+            except (OSError, IndexError):
+                continue
+            count += 1
+            ticks += sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
+            private += (int(pages[1]) - int(pages[2])) * PAGE  # resident - shared
+        return count, ticks / TICK, private
+
+    def overuse(self) -> tuple[str, str] | None:
+        """("cpu" or "memory", why) when the sandbox as a whole is over its share, else None."""
+        count, cpu, private = self.usage()
+        allowed = BURST + RATE * (time.monotonic() - self.started)
+        if cpu > allowed:
+            return "cpu", (f"its {count} processes used {cpu:.1f} CPU-seconds in "
+                           f"{time.monotonic() - self.started:.1f} s: more than one core")
+        if self.memory and private > self.memory:
+            return "memory", (f"its {count} processes held {private >> 20} MiB together, more "
+                              f"than the {self.memory >> 20} MiB limit")
+        return None
+
+
 class Running:
     """A sandboxed process: its stdout (`out`) and stderr (`err`) as pipes to read, its exit
     code (negative: the signal that ended it), and a kill that takes the whole sandbox."""
@@ -71,6 +119,7 @@ class Running:
     err: int
     killed: bool = False
     cpu: float | None = None     # CPU-seconds it used, once it has ended (when known)
+    watch: Watch | None = None   # the sandbox's processes together (None: no sandbox)
 
     def poll(self) -> int | None:
         raise NotImplementedError

@@ -24,6 +24,7 @@ from pathlib import Path
 from course.checks import lines as check_lines
 from course.grading import submission
 from course.grading.classify import Classified, classify
+from course.grading.identity import slot
 from course.grading.hidden_run import Confirmation, HiddenRun, isolated_entry, run_hidden
 from course.grading.prepare import ClassContext
 from course.grading.records import CheckRecord, StudentRecord
@@ -155,6 +156,12 @@ def _record(job: Job, sub: Submission, checks: dict[str, CheckRecord], found: Cl
 
 
 def grade_student(job: Job, ctx: ClassContext, settings: Settings) -> StudentRecord:
+    """One student's record; every sandbox runs as this thread's job slot (as root: its uid)."""
+    with slot():
+        return _grade(job, ctx, settings)
+
+
+def _grade(job: Job, ctx: ClassContext, settings: Settings) -> StudentRecord:
     start = time.monotonic()
     deadline, timings = start + settings.student_timeout, {}
     job.raw.mkdir(parents=True, exist_ok=True)
