@@ -238,7 +238,10 @@ def test_feedback_text_cannot_be_broken_out_of():
 
 def write_part(out: Path, records: list[StudentRecord], class_info: ClassInfo | None = None,
                seconds: float = 1.0) -> Path:
-    """An OUT as the grader writes it: class.json, students/*.json, reports/, results.json."""
+    """An OUT as the grader writes it: its seed, class.json, students/*.json (signed with the
+    seed), reports/, results.json."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / rec.SEED_FILE).write_text("271828\n")
     rec.save_class(out, class_info or info())
     for record in records:
         rec.save_student(out, record)
@@ -317,8 +320,8 @@ def test_merge_refuses_a_student_in_two_parts_and_foreign_folders(tmp_path):
     with pytest.raises(MergeError, match="not empty and no merge wrote it"):
         merge([p1], tmp_path / "mine")
     assert (tmp_path / "mine" / "thesis.tex").exists()
-    other = student("bob2", report_name="bob")
-    with pytest.raises(MergeError, match="share the report name 'bob'"):
+    other = student("bob2", report_name="bob")  # a report name no folder "bob2" could have
+    with pytest.raises(MergeError, match="bob.json .its report name is not its folder's"):
         merge([write_part(tmp_path / "q1", [bob]), write_part(tmp_path / "q2", [other])],
               tmp_path / "out")
 
@@ -331,7 +334,7 @@ def test_merge_entry_point_and_make_target(tmp_path, monkeypatch):
     from course.grading import merge as merging
 
     seen = {}
-    monkeypatch.setattr(merging, "merge", lambda parts, out, roster, per_lesson: seen.update(
+    monkeypatch.setattr(merging, "merge", lambda parts, out, roster, per_lesson, seed_file=None: seen.update(
         parts=[str(p) for p in parts], out=str(out), roster=roster, per_lesson=per_lesson) or [])
     done = subprocess.run(["make", "--no-print-directory", "-n", "-o", ".venv/.installed",
                            "grade-merge", "PARTS=a/shard-1 a/shard-2", "OUT=a/class",
@@ -431,6 +434,7 @@ def tree(out: Path) -> dict[str, object]:
         if relative.startswith("students/"):
             data = json.loads(path.read_text(encoding="utf-8"))
             data.pop("seconds")
+            data.pop("mac", None)  # it covers the seconds too
             found[relative] = data
         else:
             found[relative] = TIMING.sub("Graded in N s", path.read_text(encoding="utf-8"))
