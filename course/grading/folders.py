@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +39,37 @@ def check_folders(submissions: Path, out: Path) -> None:
                          "the collected submissions")
     if submissions.is_relative_to(out):
         raise UsageError("SUBMISSIONS lies inside OUT; give two separate folders")
+
+
+def class_inside_course(files: dict[str, Path | None], root: Path = ROOT) -> list[str]:
+    """The class-folder rule: the class (submissions, roster, seed, OUT, logs) lives in a folder
+    beside the course. Nothing of it inside the course reaches a handout, a sandbox or the image
+    unless git tracks it (then it would reach every one of them: refused); the rest is warned."""
+    from course.handout import ReleaseError, release_files
+
+    inside = {what: Path(path).resolve() for what, path in files.items() if path is not None
+              and Path(path).resolve().is_relative_to(root) and Path(path).resolve() != root}
+    if not inside:
+        return []
+    try:
+        tracked = release_files(root)
+    except ReleaseError:
+        tracked = []
+    for what, path in inside.items():
+        relative = path.relative_to(root).as_posix()
+        if any(name == relative or name.startswith(relative + "/") for name in tracked):
+            raise UsageError(f"{what}={path} is tracked by the course's git repository, so it "
+                             "would be in every handout and every sandbox: `git rm -r --cached "
+                             f"{relative}` and keep the class in a folder beside the course")
+    return [f"warning: {what}={path} lies inside the course folder; keep the class "
+            "(submissions, roster, seed, OUT, logs) in a folder beside it (untracked files never "
+            "reach a handout or a sandbox, but a `git add` would make them part of the course)"
+            for what, path in inside.items()]
+
+
+def warn_class_inside_course(**files: Path | None) -> None:
+    for line in class_inside_course(files):
+        print(line, file=sys.stderr)
 
 
 def students_in(submissions: Path, out: Path) -> tuple[list[Path], list[str]]:
