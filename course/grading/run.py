@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from course import ROOT
-from course.grading.folders import ClassFolders, UsageError, check_folders, class_folders
+from course.grading.folders import (ClassFolders, UsageError, check_folders, class_folders,
+                                    warn_class_inside_course)
 from course.grading.names import shown
 from course.grading.outdir import OutState, check_names, check_plan, open_out, seed_digest
 from course.grading.prepare import ClassContext, prepare
@@ -102,7 +103,7 @@ def _todo(folders: ClassFolders, state: OutState, options: Options, ctx: ClassCo
         return folders.chosen
     done = [p for p in folders.chosen if folders.names[p.name] in state.records]
     if done:
-        changed = [p.name for p in done if collect(p, ctx).digest !=
+        changed = [p.name for p in done if _digest(p, ctx) !=
                    state.records[folders.names[p.name]].submission_digest]
         print(f"resuming: {len(done)} student(s) already graded in {state.out} are kept",
               file=sys.stderr)
@@ -113,9 +114,16 @@ def _todo(folders: ClassFolders, state: OutState, options: Options, ctx: ClassCo
     return [p for p in folders.chosen if p not in done]
 
 
+def _digest(folder: Path, ctx: ClassContext) -> str | None:
+    try:
+        return collect(folder, ctx).digest
+    except Exception:  # noqa: BLE001 - unreadable now: it shows as changed
+        return None
+
+
 def _grader_error(job: Job, ctx: ClassContext, settings: Settings, err: Exception) -> StudentRecord:
     job.raw.mkdir(parents=True, exist_ok=True)
-    (job.raw / "grader-error.txt").write_text(traceback.format_exc())
+    (job.raw / "grader-error.txt").write_text(traceback.format_exc(), errors="backslashreplace")
     checks = [CheckRecord(c.id, c.lesson, c.points, 0.0, False, f"grader error: {err}")
               for c in ctx.checks.values()]
     return StudentRecord(job.student, job.report_name, "grader-error", 0.0,
@@ -143,12 +151,16 @@ def grade_all(jobs: list[Job], ctx: ClassContext, settings: Settings, state: Out
     records, limits = dict(state.records), settings.line()
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool, \
             tqdm(total=len(jobs), unit="student", file=sys.stderr, disable=None) as bar:
-        futures = [pool.submit(_grade_one, job, ctx, settings) for job in jobs]
+        futures = {pool.submit(_grade_one, job, ctx, settings): job for job in jobs}
         graded = 0
         try:
             for future in as_completed(futures):
-                record = future.result()
-                write_student(state.out, record, limits)
+                try:  # one student's failure is that student's row: the class goes on
+                    record = future.result()
+                    write_student(state.out, record, limits)
+                except Exception as err:  # noqa: BLE001
+                    record = _grader_error(futures[future], ctx, settings, err)
+                    write_student(state.out, record, limits)
                 records[record.report_name] = record
                 write_gradebook(state.out, info.checks, records.values())
                 graded += 1
@@ -172,6 +184,8 @@ def grade_class(submissions: Path, out: Path, jobs: int = 1, lessons: list[str] 
     options = options or Options(jobs, lessons, points_file, workdir, seed)
     submissions, out = Path(submissions).resolve(), Path(out).resolve()
     check_folders(submissions, out)
+    warn_class_inside_course(SUBMISSIONS=submissions, OUT=out, ROSTER=options.roster,
+                             SEED_FILE=options.seed_file)
     folders = class_folders(submissions, out, options.students, options.shard)      # 1. collect
     _check_run(settings, options)
     state = open_out(out, options.seed, options.seed_file)
