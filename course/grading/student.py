@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,20 +55,23 @@ class Submission:
 
 def collect(folder: Path, ctx: ClassContext) -> Submission:
     """Stage 1: the files that are graded, and what was left out and why."""
-    exercises = submission.find_exercises(folder)
-    files, ignored = submission.take_files(exercises, ctx.modules, ctx.stubs["__init__.py"]) \
-        if exercises else ({}, [])
-    extras = submission.shipped_extras(folder, exercises)
+    try:
+        exercises = submission.find_exercises(folder)
+        files, ignored = submission.take_files(exercises, ctx.modules, ctx.stubs["__init__.py"]) \
+            if exercises else ({}, [])
+        extras = submission.shipped_extras(folder, exercises)
+        loose = submission.loose_files(folder, exercises, ctx.modules)
+    except submission.TooLarge as too_large:  # not read further: nothing of it is graded
+        return Submission({}, ignored=[f"{too_large} (not read: nothing of it is graded)"])
     ships = any(e.rstrip("/").split("/")[-1] == "solutions" for e in extras)
     digest = hashlib.sha256()
     for name, content in sorted(files.items()):
-        digest.update(name.encode() + b"\0" + hashlib.sha256(content).digest())
+        digest.update(os.fsencode(name) + b"\0" + hashlib.sha256(content).digest())
     return Submission(
         files, submission.code_flags(files) + (["ships-solutions"] if ships else []),
         [f"exercises/{n}" for n in files],
         [f"exercises/{i}" for i in ignored] + [f"{e} (only exercises/*.py count)" for e in extras]
-        + submission.loose_files(folder, exercises, ctx.modules),
-        digest.hexdigest()[:16] if files else "")
+        + loose, digest.hexdigest()[:16] if files else "")
 
 
 def _visible(job: Job, ctx: ClassContext, settings: Settings, files, deadline: float):
