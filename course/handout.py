@@ -260,7 +260,7 @@ def main(argv=None) -> int:
     which.add_argument("--check-context", type=Path, metavar="DIR", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     target = args.out or args.grader_context or args.check_context
-    if not str(target).strip() or str(target) == ".":
+    if not str(target).strip():
         parser.error("give a folder: make handout OUT=<dir>")
     try:
         if args.out is None:
