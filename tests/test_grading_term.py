@@ -598,8 +598,8 @@ def test_the_kubernetes_manifests_are_jobs_the_grader_accepts(tmp_path, monkeypa
     (container,) = pod["containers"]
     env = {e["name"]: e for e in container["env"]}
     assert int(env["SHARDS"]["value"]) == spec["completions"]
-    assert env["GRADING_SEED"]["valueFrom"]["secretKeyRef"] == {"name": "attention-grading-seed",
-                                                               "key": "seed"}
+    volumes = {v["name"]: v for v in pod["volumes"]}  # the seed: a file, never on a command line
+    assert volumes["seed"]["secret"]["secretName"] == "attention-grading-seed"
     assert container["securityContext"]["procMount"] == "Unmasked"
     mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
     assert mounts["/class/submissions"]["readOnly"] is True
@@ -607,11 +607,11 @@ def test_the_kubernetes_manifests_are_jobs_the_grader_accepts(tmp_path, monkeypa
     outs = []
     for index in range(spec["completions"]):
         (argv,) = run_recording(container["args"][0], tmp_path, {
-            "JOB_COMPLETION_INDEX": str(index), "SHARDS": env["SHARDS"]["value"],
-            "GRADING_SEED": "3141592653"})
+            "JOB_COMPLETION_INDEX": str(index), "SHARDS": env["SHARDS"]["value"]})
         args = check_shard_line(grader_argv(argv), index + 1, spec["completions"], monkeypatch,
                                 has_shard)
-        assert args["submissions"] == "/class/submissions" and args["seed"] == 3141592653
+        assert args["submissions"] == "/class/submissions" and args["seed"] is None
+        assert str(args["seed_file"]) == f"{mounts['/secrets']['mountPath']}/seed"
         outs.append(str(args["out"]))
     assert outs == [f"/class/grades/shard-{k}" for k in range(1, spec["completions"] + 1)]
 
@@ -658,7 +658,7 @@ def test_the_slurm_scripts_run_lines_the_grader_accepts(tmp_path, monkeypatch):
             "SLURM_SUBMIT_DIR": str(course), "SLURM_ARRAY_TASK_ID": str(task),
             "SLURM_ARRAY_TASK_COUNT": "3", "SLURM_CPUS_PER_TASK": "2", "CLASS": str(klass)})
         args = check_shard_line(grader_argv(argv), task, 3, monkeypatch, has_shard)
-        assert args["seed"] == 2718281828 and args["jobs"] == 2
+        assert str(args["seed_file"]) == f"{klass}/seed" and args["jobs"] == 2
         assert str(args["out"]) == f"{klass}/grades/shard-{task}"
         (klass / "grades" / f"shard-{task}").mkdir()
 
@@ -667,7 +667,7 @@ def test_the_slurm_scripts_run_lines_the_grader_accepts(tmp_path, monkeypatch):
                             fakes={"sbatch": SBATCH})
     args = parse_like_the_grader(grader_argv(argv), monkeypatch)
     assert [str(p) for p in args["parts"]] == [f"{klass}/grades/shard-{k}" for k in (1, 2, 3)]
-    assert str(args["out"]) == f"{klass}/grades/class"
+    assert str(args["out"]) == f"{klass}/grades/class" and str(args["seed_file"]) == f"{klass}/seed"
     assert "--dependency=afterok:4242 " in (tmp_path / "sbatch.log").read_text()
 
 
@@ -680,10 +680,10 @@ def test_the_by_hand_shard_lines_are_ones_the_grader_accepts(monkeypatch):
     lines = [l for l in block.splitlines() if "-m course.grading" in l]
     assert len(lines) == 3
     for k, line in enumerate(lines, start=1):
-        argv = shlex.split(line.replace('"$(cat seed)"', "12345"))
+        argv = shlex.split(line)
         args = check_shard_line(argv[argv.index("course.grading") + 1:], k, 3, monkeypatch,
                                 has_shard)
-        assert args["seed"] == 12345 and args["out"] == f"grades/shard-{k}"
+        assert str(args["seed_file"]) == "seed" and args["out"] == f"grades/shard-{k}"
 
 
 # ---------------------------------------------- what plain nbval on a student's notebook proves
