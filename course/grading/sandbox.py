@@ -27,8 +27,10 @@ open with a placeholder; see course/grading/forkserver.py). Both give a `Running
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -90,13 +92,28 @@ def fork_server(log: Path) -> ForkServer:
     return ForkServer(log, interpreter(), base_env())
 
 
+@functools.cache
+def bwrap_options() -> frozenset[str]:
+    """The options this bubblewrap knows (--disable-userns came with 0.8.0, 2023)."""
+    try:
+        done = subprocess.run(["bwrap", "--help"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+    return frozenset(re.findall(r"^\s+(--[a-z-]+)", done.stdout + done.stderr, re.M))
+
+
+def no_userns() -> list[str]:
+    """No user namespace can be made inside (where this bubblewrap can say so: 0.8.0 on)."""
+    return ["--disable-userns"] if "--disable-userns" in bwrap_options() else []
+
+
 def bwrap_problem(identity: Identity | None = None) -> str | None:
     """None when bubblewrap can start a sandbox here (as `identity`, when given), else what is
     wrong and how to fix it."""
     if shutil.which("bwrap") is None:
         return f"bubblewrap (bwrap) is not installed; {FIX}"
     try:
-        done = subprocess.run(["bwrap", "--unshare-all", "--unshare-user", "--disable-userns",
+        done = subprocess.run(["bwrap", "--unshare-all", "--unshare-user", *no_userns(),
                                "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc",
                                "--dev", "/dev", "true"], capture_output=True, text=True,
                               timeout=30, cwd="/",
@@ -178,8 +195,8 @@ def bwrap_args(layout: Layout, fds: list[int], identity: Identity | None = None)
     """bubblewrap's options for `layout` (file descriptors it must read appended to `fds`); run
     as `identity` (a job slot's uid, when the grader is root), host folders it cannot reach are
     bound from their bridges."""
-    args = ["--unshare-all", "--unshare-user", "--disable-userns", "--uid", "1000", "--gid",
-            "1000", "--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv"]
+    args = ["--unshare-all", "--unshare-user", *no_userns(), "--uid", "1000", "--gid", "1000",
+            "--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv"]
     for system in SYSTEM:
         if os.path.islink(system):
             args += ["--symlink", os.readlink(system), system]
