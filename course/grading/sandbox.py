@@ -102,6 +102,14 @@ def bwrap_options() -> frozenset[str]:
     return frozenset(re.findall(r"^\s+(--[a-z-]+)", done.stdout + done.stderr, re.M))
 
 
+def nproc_per_namespace() -> bool:
+    """Whether the kernel counts RLIMIT_NPROC per user namespace (Linux 5.14 and later): on an
+    older one it counts every process of the user, so a normal user's sandboxes get no process
+    limit there (a job slot's uid, as root, has no other process: it gets it anyway)."""
+    found = re.match(r"(\d+)\.(\d+)", os.uname().release)
+    return bool(found) and (int(found[1]), int(found[2])) >= (5, 14)
+
+
 def no_userns() -> list[str]:
     """No user namespace can be made inside (where this bubblewrap can say so: 0.8.0 on)."""
     return ["--disable-userns"] if "--disable-userns" in bwrap_options() else []
@@ -274,6 +282,8 @@ class Sandbox:
         identity = None if self.unsafe else ids.current()
         for host in self.layout.rw.values():  # the files it may write: the slot's own
             ids.own(host, identity)
+        if identity is None and not nproc_per_namespace():
+            limits = replace(limits, nproc=0)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         try:
