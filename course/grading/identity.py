@@ -11,17 +11,21 @@ a user without a home, not root.
 
 Such a uid must reach what a sandbox binds: the grader's working folder is made readable to
 SLOT_GID (mode 0750, so no other user reads it), and a folder it cannot reach (a Python under
-/root, mode 0700) is bound for it, in a mount namespace private to the process that starts
-bubblewrap (it vanishes with it), under the working folder ("bridges").
+/root, mode 0700; a --workdir in a closed folder) is bound for it, in a mount namespace private
+to the process that starts bubblewrap (it vanishes with it), on an empty folder it can reach
+("bridges", in the working folder, or in the system's tmp when that one is closed too).
 """
 from __future__ import annotations
 
+import atexit
 import ctypes
 import grp
 import os
 import pwd
 import queue
+import shutil
 import stat
+import tempfile
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -41,8 +45,11 @@ class Identity:
     bridges: tuple[tuple[str, str], ...] = ()
 
     def source(self, path: str) -> str:
-        """Where bubblewrap, running as this uid, finds the host folder `path`."""
-        return dict(self.bridges).get(path, path)
+        """Where bubblewrap, running as this uid, finds the host path `path`."""
+        for host, bridge in self.bridges:
+            if path == host or path.startswith(host.rstrip("/") + "/"):
+                return bridge + path[len(host):]
+        return path
 
     def become(self) -> None:
         """In a child of the grader (root), before exec: bind the bridges in a private mount
@@ -94,11 +101,19 @@ class Slots:
     def __init__(self, workdir: Path, roots: list[Path]):
         os.chown(workdir, 0, SLOT_GID)
         os.chmod(workdir, 0o750)
+        closed = [Path(r) for r in roots if not reachable(r, SLOT_UID, SLOT_GID)]
+        home = workdir / "bridges"
+        if not reachable(workdir, SLOT_UID, SLOT_GID):  # then bridged too, from the system's tmp
+            closed.append(workdir)
+            home = Path(tempfile.mkdtemp(prefix="grade-bridges-"))
+            atexit.register(shutil.rmtree, home, True)
+        home.mkdir(exist_ok=True)
+        os.chown(home, 0, SLOT_GID)
+        os.chmod(home, 0o750)
         bridges = []
-        for index, root in enumerate(r for r in roots if not reachable(r, SLOT_UID, SLOT_GID)):
-            bridge = workdir / "bridges" / str(index)
-            bridge.mkdir(parents=True)
-            bridges.append((str(root), str(bridge)))
+        for index, folder in enumerate(closed):
+            (home / str(index)).mkdir()
+            bridges.append((str(folder), str(home / str(index))))
         self.free: queue.SimpleQueue[int] = queue.SimpleQueue()
         self.made, self.lock = 0, threading.Lock()
         self.bridges = tuple(bridges)

@@ -143,9 +143,7 @@ def job_slots(root: Path) -> ids.Slots | None:
     why = ids.ids_free()
     if why is None:
         slots = ids.Slots(root, python_roots())
-        why = (None if ids.reachable(root, ids.SLOT_UID, ids.SLOT_GID)
-               else f"--workdir {root.parent} is closed to other users")
-        why = why or bwrap_problem(slots.identity(0))
+        why = bwrap_problem(slots.identity(0))
         if why is None:
             return slots
         os.chmod(root, 0o700)

@@ -217,14 +217,14 @@ def bwrap_args(layout: Layout, fds: list[int], identity: Identity | None = None)
     for path, size in sorted(layout.tmpfs.items(), key=lambda item: _depth(item[0])):
         args += ["--size", str(int(size)), "--tmpfs", path]
     # after the private /tmp: an environment that lives under /tmp stays visible
+    source = identity.source if identity is not None else str
     for root in python_roots():
-        source = identity.source(str(root)) if identity is not None else str(root)
-        args += ["--ro-bind", source, str(root)]
+        args += ["--ro-bind", source(str(root)), str(root)]
     for path, host in sorted(layout.ro.items(), key=lambda item: _depth(item[0])):
-        args += ["--ro-bind", str(host), path]
+        args += ["--ro-bind", source(str(host)), path]
     made = set(layout.tmpfs)
     for path, host in sorted(layout.rw.items(), key=lambda item: _depth(item[0])):
-        args += ["--bind", str(host), path]
+        args += ["--bind", source(str(host)), path]
     for path, content in sorted(layout.files.items(), key=lambda item: _depth(item[0])):
         parent = os.path.dirname(path)
         if parent not in made and parent not in layout.ro:
