@@ -27,11 +27,13 @@ twice the honest student, a keepalive stop at its cell's time limit. Figures onl
 tests (tests/test_grading_hostile.py) assert the gradebook.
 
 `--attacks --neighbours` (issue 29) asks instead what three attackers cost their classmates in a
-JOBS=2 class: a process storm (hundreds of spinning forks in its check cell), a /dev/shm flood
-(1 GiB written there at import, kept while its sandbox lives) and a sparse 300 MB
-exercises/__init__.py. It grades four honest students beside the three attackers, and the same
-four beside three more honest ones, and prints the honest students' mean seconds in both
-classes (their ratio is what the attackers cost them), what each attack achieved (forks that
+JOBS=2 class: a process storm (up to 400 forks in its check cell, each spinning at once), a
+/dev/shm flood (1 GiB written there at import, kept while its sandbox lives) and a sparse 300 MB
+exercises/__init__.py. It grades four honest students beside the three attackers (the storm
+first: in folder order, the honest ones are graded beside it), and the same four beside three
+more honest ones, `--repeat` times in turn, and prints the honest students' mean seconds in both
+classes (their ratio is what the attackers cost them; the best run and the slowest student show
+the spread on a shared machine), what each attack achieved (forks that
 went through, MiB written to /dev/shm) and the grader's peak resident memory. `--before DIR`
 grades both classes with another checkout too (an older commit, unpacked with `git archive`),
 for before and after in one run; `--as-user NAME` (as root) runs the graders as that user, with
@@ -213,6 +215,26 @@ def _flood(files=32, mib=32):  # 1 GiB in files under the file-size limit, kept 
     _os.write(2, f"SHM wrote {written} MiB\\n".encode())
 _flood()
 '''
+# the issue's storm: every fork spins at once, and so does the parent once it can fork no more
+SPIN_STORM = '''
+import os as _os
+import __main__ as _main
+def batched_dot(a, b):
+    if "harness" not in str(getattr(_main, "__file__", "")):
+        forked = 0
+        for _ in range(400):
+            try:
+                if _os.fork() == 0:
+                    while True:
+                        pass
+            except OSError:
+                break
+            forked += 1
+        _os.write(2, f"STORM forked {forked} of 400\\n".encode())
+        while True:
+            pass
+    return (a * b).sum(dim=-1)
+'''
 HONEST = ("honest_a", "honest_b", "honest_c", "honest_d")
 # wraps a grading run: its peak resident memory (the grader and everything it waited for)
 PEAK = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:]); "
@@ -255,7 +277,7 @@ def build_neighbours(subs: Path, attackers: bool) -> None:
     for name in HONEST + others:
         write(subs / name / "exercises", perfect)
     if attackers:
-        write(subs / "fork_storm" / "exercises", {"warmup.py": attacks.FORK_STORM})
+        write(subs / "fork_storm" / "exercises", {"warmup.py": SPIN_STORM})
         write(subs / "shm_flood" / "exercises", {"warmup.py": SHM_FLOOD + perfect["warmup.py"]})
         with open(subs / "sparse_file" / "exercises" / "__init__.py", "wb") as handle:
             handle.truncate(300 << 20)
@@ -292,9 +314,10 @@ def grade_neighbours(grader: Path, base: Path, args, user) -> dict:
 
 
 def _mean(runs: list[dict], names) -> tuple[float, float, float]:
-    """The honest students' mean seconds over the runs: (mean, lowest run, highest run)."""
+    """The honest students' seconds over the runs: (mean, lowest run's mean, slowest student)."""
     per_run = [sum(r["students"][n]["seconds"] for n in names) / len(names) for r in runs]
-    return sum(per_run) / len(per_run), min(per_run), max(per_run)
+    slowest = max(r["students"][n]["seconds"] for r in runs for n in names)
+    return sum(per_run) / len(per_run), min(per_run), slowest
 
 
 def _neighbour_line(label: str, attacked: list[dict], calm: list[dict]) -> str:
@@ -305,9 +328,9 @@ def _neighbour_line(label: str, attacked: list[dict], calm: list[dict]) -> str:
     attackers = ", ".join(f"{n} {attacked[0]['students'][n]['status']} "
                           f"{attacked[0]['students'][n]['seconds']:g} s"
                           for n in ("fork_storm", "shm_flood", "sparse_file"))
-    return (f"{label}: honest students {beside[0]:.1f} s beside the attackers (runs "
-            f"{beside[1]:.1f} to {beside[2]:.1f}), {alone[0]:.1f} s beside honest ones ("
-            f"{alone[1]:.1f} to {alone[2]:.1f}): {beside[0] / alone[0]:.2f} x; storm forks: "
+    return (f"{label}: honest students {beside[0]:.1f} s beside the attackers (best run "
+            f"{beside[1]:.1f}, slowest student {beside[2]:.1f}), {alone[0]:.1f} s beside honest "
+            f"ones ({alone[1]:.1f}, {alone[2]:.1f}): {beside[0] / alone[0]:.2f} x; storm forks: "
             f"{', '.join(storm) or 'not told'}; /dev/shm: {', '.join(shm) or '?'} MiB written; "
             f"grader peak {max(r['peak_mib'] or 0 for r in attacked)} MiB (beside honest ones: "
             f"{max(r['peak_mib'] or 0 for r in calm)} MiB); {attackers}")
