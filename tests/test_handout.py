@@ -152,3 +152,24 @@ def test_the_handout_of_this_course_is_its_tracked_files(release):
                           | {".handout", MANIFEST, "exercises/__init__.py"}
                           | {p.relative_to(release).as_posix() for p in release.glob("exercises/*.py")})
     assert (release / MANIFEST).read_text().splitlines() == [m for m in made if m != MANIFEST]
+
+
+def test_the_class_folder_rule(tmp_path):
+    """Class files inside the course are warned about; one git tracks into the release is
+    refused with the fix; one the release leaves out (a test's data) is only warned about."""
+    from course.grading.folders import UsageError, class_inside_course
+
+    course = _git_course(tmp_path / "course")
+    (course / "tests").mkdir()
+    (course / "tests" / "roster.csv").write_text("tracked, left out of the release\n")
+    import subprocess
+
+    subprocess.run(["git", "-C", str(course), "add", "tests/roster.csv"], check=True)
+    warned = class_inside_course({"SUBMISSIONS": course / "collected", "SEED_FILE": course / "seed",
+                                  "ROSTER": course / "tests" / "roster.csv",
+                                  "OUT": tmp_path / "grades"}, root=course)
+    assert [w.split("=")[0] for w in warned] == ["warning: SUBMISSIONS", "warning: SEED_FILE",
+                                                 "warning: ROSTER"]
+    with pytest.raises(UsageError, match="git rm -r --cached notebooks"):
+        class_inside_course({"SUBMISSIONS": course / "notebooks"}, root=course)
+    assert class_inside_course({"SUBMISSIONS": tmp_path / "elsewhere"}, root=course) == []

@@ -45,21 +45,22 @@ def class_inside_course(files: dict[str, Path | None], root: Path = ROOT) -> lis
     """The class-folder rule: the class (submissions, roster, seed, OUT, logs) lives in a folder
     beside the course. Nothing of it inside the course reaches a handout, a sandbox or the image
     unless git tracks it (then it would reach every one of them: refused); the rest is warned."""
-    from course.handout import ReleaseError, release_files
+    from course.handout import ReleaseError, left_out, release_files
 
     inside = {what: Path(path).resolve() for what, path in files.items() if path is not None
               and Path(path).resolve().is_relative_to(root) and Path(path).resolve() != root}
     if not inside:
         return []
-    try:
-        tracked = release_files(root)
+    try:  # what reaches a handout and every sandbox: tracked, and not left out of the release
+        tracked = [name for name in release_files(root) if not left_out(name)]
     except ReleaseError:
         tracked = []
     for what, path in inside.items():
         relative = path.relative_to(root).as_posix()
         if any(name == relative or name.startswith(relative + "/") for name in tracked):
-            raise UsageError(f"{what}={path} is tracked by the course's git repository, so it "
-                             "would be in every handout and every sandbox: `git rm -r --cached "
+            raise UsageError(f"{what}={path} is tracked by the course's git repository and part "
+                             "of its release, so it would be in every handout and every sandbox: "
+                             "`git rm -r --cached "
                              f"{relative}` and keep the class in a folder beside the course")
     return [f"warning: {what}={path} lies inside the course folder; keep the class "
             "(submissions, roster, seed, OUT, logs) in a folder beside it (untracked files never "
