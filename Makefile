@@ -34,7 +34,7 @@ LOCALE := $(if $(filter command line,$(origin LANG)),LANG=C.UTF-8 )
 
 .PHONY: lab test system-packages venv check playground notebooks stubs reference grade grade-merge collect handback handout screenshots lock clean messages
 
-# The lessons' stored outputs are the course's own (built by `make notebooks`): trusting them lets
+# The lessons' stored outputs are the course's own (executed against the reference code): trusting them lets
 # JupyterLab draw each widget from its stored state before its cell runs (untrusted, it shows a
 # line asking to run the cell). Trust is kept in Jupyter's data folder, by content.
 lab: $(STAMP)

@@ -4,6 +4,7 @@ issue 21's attackers next to an honest student.
     python scripts/bench_grade.py [--students 300] [--jobs 2] [--lessons 00-08] [--full]
         [--shards 3] [--grader DIR]
     python scripts/bench_grade.py --attacks [--lessons 00-02] [--cell-timeout 10] [--grader DIR]
+        [--neighbours] [--before DIR] [--as-user NAME]
 
 Prints the seconds for the class (set-up included) and per student, the set-up alone, and where
 a student's seconds go: wall and CPU seconds of each grading stage (collect, the visible check
@@ -24,6 +25,20 @@ matrix products for three cell time limits, then the answer). It prints each stu
 the ratio to the honest one's, the status and points: a judge bomb should cost no more than
 twice the honest student, a keepalive stop at its cell's time limit. Figures only: the hostile
 tests (tests/test_grading_hostile.py) assert the gradebook.
+
+`--attacks --neighbours` (issue 29) asks instead what three attackers cost their classmates in a
+JOBS=2 class: a process storm (up to 400 forks in its check cell, each spinning at once), a
+/dev/shm flood (1 GiB written there at import, kept while its sandbox lives) and a sparse 300 MB
+exercises/__init__.py. It grades four honest students beside the three attackers (the storm
+first: in folder order, the honest ones are graded beside it), and the same four beside three
+more honest ones, `--repeat` times in turn, and prints the honest students' mean seconds in both
+classes (their ratio is what the attackers cost them; the best run and the slowest student show
+the spread on a shared machine), what each attack achieved (forks that
+went through, MiB written to /dev/shm) and the grader's peak resident memory. `--before DIR`
+grades both classes with another checkout too (an older commit, unpacked with `git archive`),
+for before and after in one run; `--as-user NAME` (as root) runs the graders as that user, with
+the Python environment made reachable for it in a private mount namespace when it lives in a
+folder closed to other users (a pyenv under /root).
 """
 from __future__ import annotations
 
@@ -102,7 +117,9 @@ def sharded(args, grader: Path, subs: Path, base: Path) -> None:
     parts = [base / f"shard-{k}" for k in range(1, args.shards + 1)]
     start = time.perf_counter()
     for k, part in enumerate(parts, start=1):
-        grade(grader, subs, part, args, "--shard", f"{k}/{args.shards}", "--seed", "4242")
+        seed = base / "seed"  # a secret is never on a command line (/proc/PID/cmdline)
+        seed.write_text("4242\n")
+        grade(grader, subs, part, args, "--shard", f"{k}/{args.shards}", "--seed-file", str(seed))
     merged = subprocess.run([sys.executable, "-m", "course.grading", "merge", "--parts",
                              *map(str, parts), "--out", str(base / "merged")], cwd=grader,
                             env={**os.environ, "PYTHONPATH": str(grader)}, capture_output=True,
@@ -182,6 +199,167 @@ def attackers(args, base: Path) -> int:
     return 0
 
 
+# issue 29: what a storm, a /dev/shm flood and a sparse file cost the classmates (JOBS=2)
+SHM_FLOOD = '''
+import os as _os
+def _flood(files=32, mib=32):  # 1 GiB in files under the file-size limit, kept while it lives
+    written = 0
+    for index in range(files):
+        try:
+            with open(f"/dev/shm/flood{index}", "wb") as handle:
+                for _ in range(mib):
+                    handle.write(b"\\0" * (1 << 20))
+                    written += 1
+        except OSError:
+            break
+    _os.write(2, f"SHM wrote {written} MiB\\n".encode())
+_flood()
+'''
+# the issue's storm: every fork spins at once, and so does the parent once it can fork no more
+SPIN_STORM = '''
+import os as _os
+import __main__ as _main
+def batched_dot(a, b):
+    if "harness" not in str(getattr(_main, "__file__", "")):
+        forked = 0
+        for _ in range(400):
+            try:
+                if _os.fork() == 0:
+                    while True:
+                        pass
+            except OSError:
+                break
+            forked += 1
+        _os.write(2, f"STORM forked {forked} of 400\\n".encode())
+        while True:
+            pass
+    return (a * b).sum(dim=-1)
+'''
+HONEST = ("honest_a", "honest_b", "honest_c", "honest_d")
+# wraps a grading run: its peak resident memory (the grader and everything it waited for)
+PEAK = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:]); "
+        "print('PEAK', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr); "
+        "sys.exit(done.returncode)")
+# run as root in a private mount namespace: make the folders `paths` reachable for uid/gid (a
+# tmpfs over the closed folder above them, each bound back), then become them and run argv
+REACH = '''
+import os, subprocess, sys, tempfile
+uid, gid, count = map(int, sys.argv[1:4])
+paths, argv = sys.argv[4:4 + count], sys.argv[4 + count:]
+def closed(path):
+    parts = path.split("/")
+    for end in range(2, len(parts)):
+        if not os.stat("/".join(parts[:end])).st_mode & 0o001:
+            return "/".join(parts[:end])
+    return None
+keep = {}
+for path in paths:
+    above = closed(path)
+    if above:
+        keep[path] = (above, tempfile.mkdtemp())
+        subprocess.run(["mount", "--bind", path, keep[path][1]], check=True)
+for above in {a for a, _ in keep.values()}:
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=0755", "tmpfs", above], check=True)
+for path, (_, saved) in keep.items():
+    os.makedirs(path, exist_ok=True)
+    subprocess.run(["mount", "--bind", saved, path], check=True)
+os.setgroups([])
+os.setresgid(gid, gid, gid)
+os.setresuid(uid, uid, uid)
+os.execvp(argv[0], argv)
+'''
+
+
+def build_neighbours(subs: Path, attackers: bool) -> None:
+    perfect = {p.name: p.read_text() for p in (ROOT / "solutions").glob("*.py")}
+    others = ("fork_storm", "shm_flood", "sparse_file") if attackers else (
+        "honest_e", "honest_f", "honest_g")
+    for name in HONEST + others:
+        write(subs / name / "exercises", perfect)
+    if attackers:
+        write(subs / "fork_storm" / "exercises", {"warmup.py": SPIN_STORM})
+        write(subs / "shm_flood" / "exercises", {"warmup.py": SHM_FLOOD + perfect["warmup.py"]})
+        with open(subs / "sparse_file" / "exercises" / "__init__.py", "wb") as handle:
+            handle.truncate(300 << 20)
+
+
+def _as_user(command: list[str], user) -> list[str]:
+    paths = sorted({sys.base_prefix, sys.prefix})
+    return ["unshare", "--mount", "--propagation", "private", sys.executable, "-c", REACH,
+            str(user.pw_uid), str(user.pw_gid), str(len(paths)), *paths, *command]
+
+
+def grade_neighbours(grader: Path, base: Path, args, user) -> dict:
+    """Grade the class in `base` with `grader` (as `user`, if given): figures of the run."""
+    command = [sys.executable, "-c", PEAK, sys.executable, "-m", "course.grading",
+               "--submissions", str(base / "submissions"), "--out", str(base / "out"),
+               "--jobs", "2", "--lessons", args.lessons or "00-02",
+               "--cell-timeout", f"{args.cell_timeout:g}"]
+    if user is not None:
+        for path in [base, *base.rglob("*")]:
+            os.chown(path, user.pw_uid, user.pw_gid, follow_symlinks=False)
+        command = _as_user(command, user)
+    start = time.perf_counter()
+    done = subprocess.run(command, cwd=grader, capture_output=True, text=True, env={
+        **os.environ, "PYTHONPATH": str(grader), "HOME": str(base)})
+    if done.returncode != 0:
+        raise SystemExit(f"grading failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    students = {s["student"]: s for s in json.loads(
+        (base / "out" / "results.json").read_text())["students"]}
+    logs = {n: (base / "out" / "raw" / n / "sandbox-output.txt").read_text(errors="replace")
+            for n in students if (base / "out" / "raw" / n / "sandbox-output.txt").exists()}
+    peak = re.search(r"PEAK (\d+)", done.stderr)
+    return {"seconds": time.perf_counter() - start, "students": students, "logs": logs,
+            "peak_mib": int(peak[1]) // 1024 if peak else None}
+
+
+def _mean(runs: list[dict], names) -> tuple[float, float, float]:
+    """The honest students' seconds over the runs: (mean, lowest run's mean, slowest student)."""
+    per_run = [sum(r["students"][n]["seconds"] for n in names) / len(names) for r in runs]
+    slowest = max(r["students"][n]["seconds"] for r in runs for n in names)
+    return sum(per_run) / len(per_run), min(per_run), slowest
+
+
+def _neighbour_line(label: str, attacked: list[dict], calm: list[dict]) -> str:
+    beside, alone = _mean(attacked, HONEST), _mean(calm, HONEST)
+    logs = [r["logs"] for r in attacked]
+    storm = [m[1] for log in logs if (m := re.search(r"STORM forked (\d+)", log.get("fork_storm", "")))]
+    shm = [m[1] for log in logs if (m := re.search(r"SHM wrote (\d+) MiB", log.get("shm_flood", "")))]
+    attackers = ", ".join(f"{n} {attacked[0]['students'][n]['status']} "
+                          f"{attacked[0]['students'][n]['seconds']:g} s"
+                          for n in ("fork_storm", "shm_flood", "sparse_file"))
+    return (f"{label}: honest students {beside[0]:.1f} s beside the attackers (best run "
+            f"{beside[1]:.1f}, slowest student {beside[2]:.1f}), {alone[0]:.1f} s beside honest "
+            f"ones ({alone[1]:.1f}, {alone[2]:.1f}): {beside[0] / alone[0]:.2f} x; storm forks: "
+            f"{', '.join(storm) or 'not told'}; /dev/shm: {', '.join(shm) or '?'} MiB written; "
+            f"grader peak {max(r['peak_mib'] or 0 for r in attacked)} MiB (beside honest ones: "
+            f"{max(r['peak_mib'] or 0 for r in calm)} MiB); {attackers}")
+
+
+def neighbours(args, base: Path) -> int:
+    """Each grader grades the attacked class and the calm one in turn, `--repeat` times (a
+    shared machine's load moves between runs: the spread says how much)."""
+    import pwd
+
+    user = pwd.getpwnam(args.as_user) if args.as_user else None
+    if user is not None:
+        os.chown(base, user.pw_uid, user.pw_gid)
+    graders = [("after", args.grader.resolve())] + (
+        [("before", args.before.resolve())] if args.before else [])
+    print(f"JOBS=2, lessons {args.lessons or '00-02'}, cell time limit {args.cell_timeout:g} s, "
+          f"as {args.as_user or pwd.getpwuid(os.getuid()).pw_name}; {uptime()}", flush=True)
+    for label, grader in graders:
+        runs: dict[bool, list[dict]] = {True: [], False: []}
+        for turn in range(args.repeat):
+            for attackers in (True, False):
+                folder = base / f"{label}-{turn}-{'attacked' if attackers else 'calm'}"
+                build_neighbours(folder / "submissions", attackers)
+                runs[attackers].append(grade_neighbours(grader, folder, args, user))
+        print(_neighbour_line(f"{label} ({grader})", runs[True], runs[False]), flush=True)
+    print(f"after: {uptime()}")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=300)
@@ -192,9 +370,17 @@ def main(argv=None) -> int:
     parser.add_argument("--grader", type=Path, default=ROOT, help="the course checkout to time")
     parser.add_argument("--attacks", action="store_true", help="issue 21's attackers instead")
     parser.add_argument("--cell-timeout", type=float, default=10, help="with --attacks")
+    parser.add_argument("--neighbours", action="store_true", help="with --attacks: what a storm, "
+                        "a /dev/shm flood and a sparse file cost the others of a JOBS=2 class")
+    parser.add_argument("--before", type=Path, help="with --neighbours: another checkout to "
+                        "compare (e.g. `git archive` of an older commit)")
+    parser.add_argument("--as-user", help="with --neighbours, as root: grade as this user")
+    parser.add_argument("--repeat", type=int, default=2, help="with --neighbours: runs of each class")
     args = parser.parse_args(argv)
     base = Path(tempfile.mkdtemp(prefix="bench-grade-"))
     try:
+        if args.attacks and args.neighbours:
+            return neighbours(args, base)
         if args.attacks:
             return attackers(args, base)
         make_class(base / "submissions", args.students)

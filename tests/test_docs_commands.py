@@ -3,8 +3,9 @@ guide, in its order, on a class of six in a class folder beside a course folder,
 step must have produced. A command the docs show that does not work fails here.
 
 What cannot run on the course's build machine runs against stand-ins that check what they are
-given: `docker` (the build context has a Dockerfile, push names the image built), `kubectl`
-(`create secret` reads a seed file; `apply` validates the manifest with kubernetes-validate),
+given: `docker` (the build context has a Dockerfile and holds the course's listed files only,
+push names the image built), `kubectl` (`create secret` reads a seed file; `apply` validates the
+manifest with kubernetes-validate),
 `sbatch` (records its arguments; tests/test_slurm.py runs the same script on a real Slurm).
 """
 from __future__ import annotations
@@ -156,7 +157,9 @@ def fake(path: Path, body: str) -> None:
 
 DOCKER = """echo "docker $*" >> "$LOG/tools"
 case "$1" in
-  build) [ "$2" = -t ] && [ -f "$4/Dockerfile" ] && echo "$3" > "$LOG/image" ;;
+  build) [ "$2" = -t ] && [ -f "$4/Dockerfile" ] && [ -f "$4/MANIFEST" ] \
+      && PYTHONPATH="$PWD" "$PYTHON" -m course.handout --check-context "$4" \
+      && echo "$3" > "$LOG/image" ;;
   push) [ "$(cat "$LOG/image")" = "$2" ] ;;
   *) exit 2 ;;
 esac
@@ -294,7 +297,8 @@ def check_the_shards_by_hand_merge_into_the_one_machine_run(the_term):
 def check_the_cluster_commands_reach_their_tools_as_documented(the_term):
     base, klass, _, _ = the_term
     tools = (base / "stand-in-log" / "tools").read_text().splitlines()
-    assert tools[:2] == ["docker build -t registry.example.edu/attention-course-grader:2025 .",
+    assert tools[:2] == ["docker build -t registry.example.edu/attention-course-grader:2025 "
+                         "../class/grader-image",
                          "docker push registry.example.edu/attention-course-grader:2025"]
     kubectl = [t for t in tools if t.startswith("kubectl")]
     assert kubectl[0] == "kubectl create secret generic attention-grading-seed " \

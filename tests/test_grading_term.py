@@ -23,6 +23,7 @@ from course.grading.merge import MergeError, merge
 from course.grading.names import csv_cell
 from course.grading.records import CheckRecord, ClassInfo, StudentRecord
 from tests.lms_formats import moodle_import, read_canvas
+from tests.term_class import tree
 
 DATA = ROOT / "tests" / "data" / "lms"
 CHECKS = ["00.batched_dot", "01.stable_softmax", "01.scaled_scores"]
@@ -329,7 +330,10 @@ def test_feedback_text_cannot_be_broken_out_of():
 
 def write_part(out: Path, records: list[StudentRecord], class_info: ClassInfo | None = None,
                seconds: float = 1.0) -> Path:
-    """An OUT as the grader writes it: class.json, students/*.json, reports/, results.json."""
+    """An OUT as the grader writes it: its seed, class.json, students/*.json (signed with the
+    seed), reports/, results.json."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / rec.SEED_FILE).write_text("271828\n")
     rec.save_class(out, class_info or info())
     for record in records:
         rec.save_student(out, record)
@@ -410,8 +414,8 @@ def test_merge_refuses_a_student_in_two_parts_and_foreign_folders(tmp_path):
     with pytest.raises(MergeError, match="not empty and no merge wrote it"):
         merge([p1], tmp_path / "mine")
     assert (tmp_path / "mine" / "thesis.tex").exists()
-    other = student("bob2", report_name="bob")
-    with pytest.raises(MergeError, match="share the report name 'bob'"):
+    other = student("bob2", report_name="bob")  # a report name no folder "bob2" could have
+    with pytest.raises(MergeError, match="bob.json .its report name is not its folder's"):
         merge([write_part(tmp_path / "q1", [bob]), write_part(tmp_path / "q2", [other])],
               tmp_path / "out")
 
@@ -424,7 +428,7 @@ def test_merge_entry_point_and_make_target(tmp_path, monkeypatch):
     from course.grading import merge as merging
 
     seen = {}
-    monkeypatch.setattr(merging, "merge", lambda parts, out, roster, per_lesson: seen.update(
+    monkeypatch.setattr(merging, "merge", lambda parts, out, roster, per_lesson, seed_file=None: seen.update(
         parts=[str(p) for p in parts], out=str(out), roster=roster, per_lesson=per_lesson) or [])
     done = subprocess.run(["make", "--no-print-directory", "-n", "-o", ".venv/.installed",
                            "grade-merge", "PARTS=a/shard-1 a/shard-2", "OUT=a/class",
@@ -447,7 +451,6 @@ def test_merge_entry_point_and_make_target(tmp_path, monkeypatch):
 
 
 SEED = 424242
-TIMING = re.compile(r"Graded in \S+ s")  # the one line of a report that a timing changes
 
 
 def records_of_today(out: Path) -> None:
@@ -498,25 +501,6 @@ def build_small_class(subs: Path) -> None:
         solution("warmup.py"), "(a * b).sum(dim=-1)", "(a * b).sum()")})
     write(subs / "cy" / "exercises", {**perfect, "warmup.py": attacks.FROM_REFERENCE})
     (subs / "dee").mkdir()  # handed in nothing
-
-
-def tree(out: Path) -> dict[str, object]:
-    """The gradebook, records, reports, feedback and LMS files of an OUT, timings taken out:
-    file -> text (or the parsed record)."""
-    found = {}
-    for path in sorted(out.rglob("*")):
-        relative = path.relative_to(out).as_posix()
-        if not path.is_file() or path.name.startswith(".") or not (
-                relative == "gradebook.csv" or relative.startswith(
-                    ("students/", "reports/", "feedback/", "lms/"))):
-            continue
-        if relative.startswith("students/"):
-            data = json.loads(path.read_text(encoding="utf-8"))
-            data.pop("seconds")
-            found[relative] = data
-        else:
-            found[relative] = TIMING.sub("Graded in N s", path.read_text(encoding="utf-8"))
-    return found
 
 
 @pytest.mark.slow

@@ -78,8 +78,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--keep", action="store_true", help="keep the working copies (debugging)")
     p.add_argument("--workdir", type=Path, help="where working copies go (default: system tmp)")
     p.add_argument("--seed", type=int, help="the hidden cases' seed (default: OUT's, else a "
-                   "fresh secret one; stored in OUT/.seed); prefer --seed-file, since a command "
-                   "line is readable by every user of the machine")
+                   "fresh secret one; stored in OUT/.seed). Deprecated: a command line is "
+                   "readable by every user of the machine; use --seed-file")
     p.add_argument("--seed-file", type=Path, help="read the seed from this file (a mounted "
                    "secret), e.g. to grade shards of one class on several machines")
     p.add_argument("--no-fork-server", action="store_true",
@@ -117,6 +117,10 @@ def _options(args) -> Options:
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
+    if args.seed is not None:
+        print("warning: --seed puts the secret seed on the command line, which every user of "
+              "this machine can read (/proc/PID/cmdline) while the grader runs; give it in a "
+              "file instead: --seed-file FILE (make grade ... SEED_FILE=FILE)", file=sys.stderr)
     if not args.submissions.strip() or not args.out.strip():
         parser().error("give both folders: make grade SUBMISSIONS=<dir> OUT=<dir>")
     _interrupt_on_sigterm()

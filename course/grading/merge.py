@@ -1,6 +1,7 @@
 """One class graded on several machines: merge the OUT folders of its shards into one OUT.
 
-    python -m course.grading merge --parts OUT1 OUT2 ... --out OUT [--roster roster.csv] [--per-lesson]
+    python -m course.grading merge --parts OUT1 OUT2 ... --out OUT [--seed-file seed]
+        [--roster roster.csv] [--per-lesson]
     make grade-merge PARTS="OUT1 OUT2 ..." OUT=OUT [ROSTER=roster.csv] [PER_LESSON=1]
 
 Each part is the OUT of one `make grade ... SHARD=K/N` (same class, same seed, same points; see
@@ -10,6 +11,12 @@ reports and raw output are copied as they are; the gradebook, results.json, the 
 LMS files are rendered anew from the records. A part graded with another seed, plan, points or
 sandbox is refused (their points would not be comparable), and so is a student graded in two
 parts. Nothing in the parts is changed.
+
+The parts are not trusted: every record and class.json must carry the MAC the grader wrote
+(keyed by the class's secret seed: `--seed-file`, else each part's own OUT/.seed), and every
+report name must be the one the grader makes from that student's folder name, so an edited
+record (999 points) or a report name such as `../../X` is refused, and nothing is written
+outside OUT. Every file of a part is read with a bound.
 """
 from __future__ import annotations
 
@@ -23,7 +30,8 @@ from course.grading import records as rec
 from course.grading import outdir
 from course.grading.feedback import FEEDBACK_DIR
 from course.grading.lms import LMS_DIR, RosterError, read_roster
-from course.grading.names import shown
+from course.grading.names import shown, valid_report_name
+from course.grading.outdir import read_seed_file, seed_digest
 from course.grading.records import ClassInfo, StudentRecord
 from course.grading.render import render_class
 from course.grading.roster import STORED, store_roster
@@ -59,13 +67,56 @@ def _differences(first: dict, other: dict) -> list[str]:
     return found
 
 
-def load_parts(parts: list[Path]) -> list[tuple[Path, ClassInfo, dict[str, StudentRecord]]]:
-    loaded = []
-    for part in parts:
-        info = rec.load_class(part) if part.is_dir() else None
-        if info is None:
-            raise MergeError(f"{part} is not the OUT of a grading run (no {rec.CLASS_FILE})")
-        loaded.append((part, info, rec.load_students(part)))
+def _key(part: Path, seed: int | None) -> bytes:
+    if seed is not None:
+        return rec.mac_key(seed)
+    key = rec.out_key(part)
+    if key is None:
+        raise MergeError(f"{part} keeps no {rec.SEED_FILE}: give the class's seed with "
+                         "--seed-file, so that its records can be verified")
+    return key
+
+
+def _read(path: Path) -> dict:
+    try:
+        data = rec.read_json(path)
+    except (OSError, ValueError) as err:
+        raise MergeError(f"{path} cannot be read as a record ({err})") from None
+    if not isinstance(data, dict):
+        raise MergeError(f"{path} is no record")
+    return data
+
+
+def load_part(part: Path, seed: int | None) -> tuple[Path, ClassInfo, dict[str, StudentRecord]]:
+    """One part's class and records, each verified (MAC, report name) before it is used."""
+    if not (part / rec.CLASS_FILE).is_file():
+        raise MergeError(f"{part} is not the OUT of a grading run (no {rec.CLASS_FILE})")
+    key, data = _key(part, seed), _read(part / rec.CLASS_FILE)
+    if not rec.verify(data, key):
+        raise MergeError(f"{part}/{rec.CLASS_FILE} fails its MAC: it was edited, or graded with "
+                         "another seed than the one given")
+    info = ClassInfo.from_json(data)
+    if seed is not None and info.seed_digest != seed_digest(seed):
+        raise MergeError(f"{part} was graded with another seed than --seed-file's")
+    students, refused = {}, []
+    for path in rec.student_files(part):
+        data = _read(path)
+        if not rec.verify(data, key):
+            refused.append(f"{path.name} (fails its MAC)")
+        elif not valid_report_name(data.get("report_name"), data.get("student")):
+            refused.append(f"{path.name} (its report name is not its folder's)")
+        else:
+            record = StudentRecord.from_json(data)
+            students[record.report_name] = record
+    if refused:
+        raise MergeError(f"{part}/{rec.STUDENTS_DIR}: records the grader did not write as they "
+                         f"are: {', '.join(refused)}; regrade those students into that part")
+    return part, info, students
+
+
+def load_parts(parts: list[Path], seed: int | None = None
+               ) -> list[tuple[Path, ClassInfo, dict[str, StudentRecord]]]:
+    loaded = [load_part(part, seed) for part in parts]
     first_part, first, _ = loaded[0]
     for part, info, _ in loaded[1:]:
         differ = _differences(grading_key(first), grading_key(info))
@@ -122,8 +173,9 @@ def copy_students(loaded, out: Path) -> None:
     for part, _, students in loaded:
         for record in students.values():
             name = record.report_name
+            assert valid_report_name(name, record.student)  # load_part refused every other
             for relative in (f"{rec.STUDENTS_DIR}/{name}.json", f"reports/{name}.md"):
-                if (part / relative).is_file():
+                if (part / relative).is_file() and not (part / relative).is_symlink():
                     (out / relative).parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy2(part / relative, out / relative)
             if (part / "raw" / name).is_dir():
@@ -152,8 +204,8 @@ def keep_roster(loaded, out: Path, roster: Path | None) -> None:
             return
 
 
-def merge(parts, out, roster: Path | None = None,
-          per_lesson: bool | None = None) -> list[StudentRecord]:
+def merge(parts, out, roster: Path | None = None, per_lesson: bool | None = None,
+          seed_file: Path | None = None) -> list[StudentRecord]:
     """Merge the OUTs `parts` into `out`; return the class's records (sorted by folder).
     `per_lesson` None: as the parts were graded."""
     from course.grading.classdir import check_class_paths
@@ -167,7 +219,11 @@ def merge(parts, out, roster: Path | None = None,
         raise MergeError("a part is given twice")
     if roster is not None:
         read_roster(Path(roster))  # a roster that cannot be used stops the merge before it writes
-    loaded = load_parts(parts)
+    try:
+        seed = read_seed_file(seed_file) if seed_file is not None else None
+    except outdir.OutError as err:
+        raise MergeError(str(err.code).removeprefix("make grade: ")) from None
+    loaded = load_parts(parts, seed)
     records = check_disjoint(loaded)
     prepare_out(out, parts)
     copy_students(loaded, out)
@@ -197,9 +253,11 @@ def main(argv=None) -> int:
     parser.add_argument("--roster", type=Path, help="roster CSV: also write OUT/lms/ (Canvas, Moodle)")
     parser.add_argument("--per-lesson", action=argparse.BooleanOptionalAction, default=None,
                         help="also the LMS files per lesson (default: as the parts were graded)")
+    parser.add_argument("--seed-file", type=Path, help="the class's secret seed, to verify every "
+                        "record of the parts (default: each part's own OUT/.seed)")
     args = parser.parse_args(argv)
     try:
-        records = merge(args.parts, args.out, args.roster, args.per_lesson)
+        records = merge(args.parts, args.out, args.roster, args.per_lesson, seed_file=args.seed_file)
     except MergeError as err:
         print(err.code, file=sys.stderr)
         return 2

@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import compileall
 import json
+import os
 import shutil
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from course import ROOT
 from course.checks import depends
 from course.confirm.entries import hidden_entry as entry_with_calls
+from course.grading import identity as ids
 from course.grading.hidden import confirm as hidden
 from course.grading.plan import Lesson, lesson_plan, load_points, warn_unrun
 from course.grading.processes import ForkServer
-from course.grading.sandbox import fork_server
+from course.grading.sandbox import bwrap_problem, fork_server, python_roots
 from course.grading.settings import Settings
 
 SANDBOX_FILES = ("cells.py", "nbval_plugin.py")  # the grader's files that run inside sandboxes
@@ -118,6 +121,7 @@ def cell_items(plan: list[Lesson], modules: list[str]) -> list[dict]:
 def prepare(root: Path, lessons: list[str] | None, points_file: Path | None, seed: int,
             settings: Settings, fork: bool = True) -> ClassContext:
     """Build the class context under `root` (the run's private working folder)."""
+    ids.configure(None if settings.unsafe else job_slots(root))
     server = fork_server(root / "forkserver.log") if fork and not settings.unsafe else None
     try:  # the server imports torch meanwhile
         ctx = _context(root, lessons, points_file, seed, server)
@@ -129,6 +133,34 @@ def prepare(root: Path, lessons: list[str] | None, points_file: Path | None, see
         server.close()
         ctx.server = None  # every sandboxed process then starts by exec: slower, the same grades
     return ctx
+
+
+def job_slots(root: Path) -> ids.Slots | None:
+    """Run as root: an unprivileged uid per job slot (course/grading/identity.py), when this host
+    allows it; else None, and a warning that the sandboxes have no process limit."""
+    if os.geteuid() != 0:
+        return None
+    why = ids.ids_free()
+    if why is None:
+        slots = ids.Slots(root, python_roots())
+        why = bwrap_problem(slots.identity(0))
+        if why is None:
+            return slots
+        os.chmod(root, 0o700)
+    print(f"warning: grading as root, and the sandboxes cannot run as the unprivileged uids "
+          f"{ids.SLOT_UID}+ ({why}): they run as root, where the kernel ignores their process "
+          "limit. Grade as a normal user, or see docs/trust-boundary.md", file=sys.stderr)
+    return None
+
+
+def _share(root: Path) -> None:
+    """The run's files readable by the job slots' group (root), and by no other user."""
+    if not ids.configured():
+        return
+    for path in [root, *root.rglob("*")]:
+        if not path.is_symlink():
+            os.chown(path, 0, ids.SLOT_GID)
+            os.chmod(path, path.stat().st_mode | (0o050 if path.is_dir() else 0o040))
 
 
 def _context(root: Path, lessons, points_file, seed: int, server) -> ClassContext:
@@ -152,4 +184,5 @@ def _context(root: Path, lessons, points_file, seed: int, server) -> ClassContex
     stubs = {p.name: p.read_bytes() for p in sorted((pristine / "exercises").glob("*.py"))}
     ctx = ClassContext(pristine, grader, cases, plan, checks, stubs, server)
     (grader / "items.json").write_text(json.dumps(cell_items(plan, ctx.graded_modules())))
+    _share(root)
     return ctx

@@ -131,13 +131,11 @@ def planned_info(settings: Settings, state: OutState, options: Options) -> Class
 
 def _todo(folders: ClassFolders, state: OutState, options: Options, ctx: ClassContext) -> list[Path]:
     """Who this run grades; notes the ones OUT already has (and whose files changed since)."""
-    from course.grading.student import collect
-
     if options.students:
         return folders.chosen
     done = [p for p in folders.chosen if folders.names[p.name] in state.records]
     if done:
-        changed = [p.name for p in done if collect(p, ctx).digest !=
+        changed = [p.name for p in done if _digest(p, ctx) !=
                    state.records[folders.names[p.name]].submission_digest]
         print(f"resuming: {len(done)} student(s) already graded in {state.out} are kept",
               file=sys.stderr)
@@ -148,9 +146,18 @@ def _todo(folders: ClassFolders, state: OutState, options: Options, ctx: ClassCo
     return [p for p in folders.chosen if p not in done]
 
 
+def _digest(folder: Path, ctx: ClassContext) -> str | None:
+    from course.grading.student import collect
+
+    try:
+        return collect(folder, ctx).digest
+    except Exception:  # noqa: BLE001 - unreadable now: it shows as changed
+        return None
+
+
 def _grader_error(job: Job, ctx: ClassContext, settings: Settings, err: Exception) -> StudentRecord:
     job.raw.mkdir(parents=True, exist_ok=True)
-    (job.raw / "grader-error.txt").write_text(traceback.format_exc())
+    (job.raw / "grader-error.txt").write_text(traceback.format_exc(), errors="backslashreplace")
     checks = [CheckRecord(c.id, c.lesson, c.points, 0.0, False, f"grader error: {err}")
               for c in ctx.checks.values()]
     return StudentRecord(job.student, job.report_name, "grader-error", 0.0,
@@ -182,12 +189,16 @@ def grade_all(jobs: list[Job], ctx: ClassContext, settings: Settings, state: Out
     records, limits = dict(state.records), settings.line()
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool, \
             tqdm(total=len(jobs), unit="student", file=sys.stderr, disable=None) as bar:
-        futures = [pool.submit(_grade_one, job, ctx, settings) for job in jobs]
+        futures = {pool.submit(_grade_one, job, ctx, settings): job for job in jobs}
         recorded: set = set()
 
         def record(future) -> None:
-            result = future.result()
-            write_student(state.out, result, limits)
+            try:  # one student's failure is that student's row: the class goes on
+                result = future.result()
+                write_student(state.out, result, limits)
+            except Exception as err:  # noqa: BLE001
+                result = _grader_error(futures[future], ctx, settings, err)
+                write_student(state.out, result, limits)
             records[result.report_name] = result
             write_gradebook(state.out, info.checks, records.values())
             recorded.add(future)
