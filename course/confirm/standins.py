@@ -327,9 +327,10 @@ class Patch:
                 importlib.import_module(f"{self.package}.{split(target)[0]}")
             except ImportError:
                 continue
+        namespaces = self._namespaces()  # every module is imported now: one look at sys.modules
         for target in self.targets:
             try:
-                self._install(target)
+                self._install(target, namespaces)
             except (ImportError, AttributeError):
                 continue  # the student's package lacks it: nothing to stand in for
         return self
@@ -339,13 +340,13 @@ class Patch:
             undo()
         self._undo.clear()
 
-    def _install(self, target: str) -> None:
+    def _install(self, target: str, namespaces: list[dict]) -> None:
         module_name, owner, method = split(target)
         module = importlib.import_module(f"{self.package}.{module_name}")
         if method is None:
             original = getattr(module, owner)
             wrapper = self._function_wrapper(target, original)
-            for namespace in self._namespaces():
+            for namespace in namespaces:
                 for key, value in list(namespace.items()):
                     if value is original:
                         namespace[key] = wrapper
