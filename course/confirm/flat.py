@@ -1,0 +1,218 @@
+"""A file format for plain data with tensors that loads an order of magnitude faster than
+torch.load, and gives back the same objects.
+
+torch.load spends about 0.2 ms per tensor in its (safe, pure-Python) unpickler; the recorded
+references of every check hold some 2,000 small tensors, and a grading run loads them once per
+student. Here a file is one JSON header (the structure) and one blob (the bytes of every
+storage, each once):
+
+    MAGIC, 8 bytes of header length (little-endian), header JSON, storage bytes
+
+The header's value is JSON where JSON can say it (None, bools, ints, floats, strings, lists),
+and one-key objects for the rest: {"d": [[key, value], ...]} a dict, {"o": ...} an OrderedDict,
+{"t": [...]} a tuple, {"T": [storage, dtype, offset, shape, stride, requires_grad]} a tensor
+(views of one storage stay views of one storage), {"P": tensor} an nn.Parameter, {"dt": name} a
+dtype, {"S": [...]} a torch.Size. Anything else cannot be written (`Unsupported`), so that a
+reader never gets something other than what torch.load would have given; `load` reads a
+torch.save file as torch.load(weights_only=True) does, so that a reader takes either.
+
+Reading runs no code from the file (no pickle): JSON, and bytes into tensors of listed dtypes.
+This module imports nothing but the standard library and torch (it is copied beside the harness
+into the hidden run's sandbox).
+"""
+from __future__ import annotations
+
+import io
+import json
+import struct
+from collections import OrderedDict
+from pathlib import Path
+
+import torch
+
+MAGIC = b"COURSE-FLAT-1\n"
+LENGTH = struct.Struct("<Q")
+DTYPES = {str(d).removeprefix("torch."): d for d in (
+    torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.complex64,
+    torch.complex128, torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool)}
+
+
+class Unsupported(TypeError):
+    """A value this format does not hold (write it with torch.save instead)."""
+
+
+class _Writer:
+    def __init__(self):
+        self.storages: dict[tuple, int] = {}
+        self.chunks: list[bytes] = []
+        self.places: list[list[int]] = []
+        self.size = 0
+
+    def storage(self, tensor: torch.Tensor) -> int:
+        storage = tensor.untyped_storage()
+        key = (storage.data_ptr(), storage.nbytes()) if storage.nbytes() else ("empty", id(tensor))
+        if key not in self.storages:
+            data = torch.empty(0, dtype=torch.uint8).set_(storage).numpy().tobytes() \
+                if storage.nbytes() else b""
+            self.storages[key] = len(self.places)
+            self.places.append([self.size, len(data)])
+            self.chunks.append(data)
+            self.size += len(data)
+        return self.storages[key]
+
+    def tensor(self, value: torch.Tensor) -> list:
+        dtype = str(value.dtype).removeprefix("torch.")
+        if dtype not in DTYPES or value.device.type != "cpu" or value.layout != torch.strided \
+                or value.is_quantized or value.is_nested or value.grad_fn is not None:
+            raise Unsupported(f"a tensor this format does not hold ({type(value).__name__}, "
+                              f"{value.dtype}, {value.layout}, {value.device})")
+        return [self.storage(value), dtype, value.storage_offset(), list(value.shape),
+                list(value.stride()), value.requires_grad]
+
+    def value(self, value):
+        if value is None or type(value) in (bool, int, float, str):
+            return value
+        if type(value) is torch.nn.Parameter:
+            return {"P": self.tensor(value)}
+        if type(value) is torch.Tensor:
+            return {"T": self.tensor(value)}
+        if isinstance(value, torch.dtype):
+            if str(value).removeprefix("torch.") not in DTYPES:
+                raise Unsupported(f"dtype {value}")
+            return {"dt": str(value).removeprefix("torch.")}
+        if type(value) is torch.Size:
+            return {"S": list(value)}
+        if type(value) is list:
+            return [self.value(v) for v in value]
+        if type(value) is tuple:
+            return {"t": [self.value(v) for v in value]}
+        if type(value) in (dict, OrderedDict):
+            items = [[self.key(k), self.value(v)] for k, v in value.items()]
+            return {"o" if type(value) is OrderedDict else "d": items}
+        raise Unsupported(f"a {type(value).__name__}")
+
+    def key(self, key):
+        if key is None or type(key) in (bool, int, str) or (type(key) is float and key == key):
+            return key
+        if type(key) is tuple:
+            return {"t": [self.key(k) for k in key]}
+        raise Unsupported(f"a dict key of type {type(key).__name__}")
+
+
+def dumps(value) -> bytes:
+    """The file's bytes for `value`; raises Unsupported for what torch.save must write."""
+    writer = _Writer()
+    encoded = writer.value(value)
+    value = json.dumps(encoded, separators=(",", ":"))
+    header = json.dumps([writer.places, value], separators=(",", ":")).encode()
+    return b"".join([MAGIC, LENGTH.pack(len(header)), header, *writer.chunks])
+
+
+class _Reader:
+    """Turns the header's one-key objects into values as the JSON decoder meets them (inner
+    ones first), so that only those cost Python calls."""
+
+    def __init__(self, places: list, blob: memoryview):
+        self.blob, self.places = blob, places
+        self.storages: dict[int, torch.UntypedStorage] = {}
+
+    def storage(self, index: int) -> torch.UntypedStorage:
+        if index not in self.storages:
+            start, size = self.places[index]
+            raw = bytearray(self.blob[start:start + size])
+            self.storages[index] = torch.frombuffer(raw, dtype=torch.uint8).untyped_storage() \
+                if size else torch.empty(0, dtype=torch.uint8).untyped_storage()
+        return self.storages[index]
+
+    def tensor(self, spec: list) -> torch.Tensor:
+        index, dtype, offset, shape, stride, requires_grad = spec
+        tensor = torch.empty(0, dtype=DTYPES[dtype]).set_(self.storage(index), offset, shape,
+                                                            stride)
+        return tensor.requires_grad_(True) if requires_grad else tensor
+
+    def object(self, value: dict):
+        if len(value) != 1:
+            raise ValueError("not a value of this format")
+        (kind, inner), = value.items()
+        if kind == "T":
+            return self.tensor(inner)
+        if kind == "d":
+            return dict(inner)
+        if kind == "t":
+            return tuple(inner)
+        if kind == "o":
+            return OrderedDict(inner)
+        if kind == "P":
+            tensor = self.tensor(inner)
+            return torch.nn.Parameter(tensor.detach(), requires_grad=tensor.requires_grad)
+        if kind == "dt":
+            return DTYPES[inner]
+        if kind == "S":
+            return torch.Size(inner)
+        raise ValueError(f"not a value of this format: {kind!r}")
+
+
+def loads(data: bytes):
+    """What `dumps` wrote; a torch.save file is read by torch.load(weights_only=True)."""
+    if not data.startswith(MAGIC):
+        return torch.load(io.BytesIO(data), weights_only=True)
+    start = len(MAGIC) + LENGTH.size
+    (length,) = LENGTH.unpack_from(data, len(MAGIC))
+    places, value = json.loads(data[start:start + length])
+    reader = _Reader(places, memoryview(data)[start + length:])
+    return json.loads(value, object_hook=reader.object)
+
+
+def load(path: Path | str):
+    return loads(Path(path).read_bytes())
+
+
+def save(value, path: Path | str) -> bool:
+    """Write `value` in this format where it can hold it (True), else with torch.save."""
+    try:
+        data = dumps(value)
+    except Unsupported:
+        torch.save(value, path)
+        return False
+    Path(path).write_bytes(data)
+    return True
+
+
+# ------------------------------------------------------------- sidecars of recorded references
+
+SUFFIX = ".flat"
+
+
+def sidecar(path: Path) -> Path:
+    """Where the flat copy of a recorded file lies: beside it, `.flat` appended."""
+    return path.with_name(path.name + SUFFIX)
+
+
+def load_recorded(path: Path):
+    """A recorded file's content (a torch.save file, gzipped or not), from its flat sidecar when
+    there is one: the same objects, sooner."""
+    path = Path(path)
+    try:
+        data = sidecar(path).read_bytes()
+    except FileNotFoundError:
+        data = path.read_bytes()
+        if data[:2] == b"\x1f\x8b":
+            import gzip
+
+            data = gzip.decompress(data)
+    return loads(data)
+
+
+def write_sidecars(folder: Path, patterns: tuple[str, ...] = ("*.pt", "*.calls.pt.gz")) -> int:
+    """A flat sidecar beside every recorded file of `folder` that this format can hold (the
+    grader's working copy of the course: every student's checks then load them); how many."""
+    written = 0
+    for pattern in patterns:
+        for path in sorted(Path(folder).glob(pattern)):
+            try:
+                data = dumps(load_recorded(path))
+            except Unsupported:
+                continue
+            sidecar(path).write_bytes(data)
+            written += 1
+    return written
