@@ -11,6 +11,7 @@ from pathlib import Path
 
 from course import ROOT
 from course.checks import depends
+from course.confirm import flat
 from course.confirm.entries import hidden_entry as entry_with_calls
 from course.grading.hidden import confirm as hidden
 from course.grading.plan import Lesson, lesson_plan, load_points, warn_unrun
@@ -19,7 +20,7 @@ from course.grading.sandbox import fork_server
 from course.grading.settings import Settings
 
 SANDBOX_FILES = ("cells.py", "nbval_plugin.py")  # the grader's files that run inside sandboxes
-HIDDEN_FILES = ("harness.py", "standins.py")  # torch-only: what runs the hidden cases there
+HIDDEN_FILES = ("harness.py", "standins.py", "flat.py")  # torch-only: what runs the hidden cases
 
 
 class PlanError(SystemExit):
@@ -132,12 +133,11 @@ def prepare(root: Path, lessons: list[str] | None, points_file: Path | None, see
 
 
 def _context(root: Path, lessons, points_file, seed: int, server) -> ClassContext:
-    import torch
-
     from course.handout import build
 
     pristine = build(root / "pristine")  # the student release: no solutions/, no grader
     compileall.compile_dir(pristine, quiet=1, workers=1)  # read-only in the sandbox: compile once
+    flat.write_sidecars(pristine / "course" / "reference_data")  # every student loads them: fast
     plan = lesson_plan(pristine, lessons)
     warn_unrun(plan)
     checks, entries = _graded(plan, points_file, seed)
@@ -148,7 +148,7 @@ def _context(root: Path, lessons, points_file, seed: int, server) -> ClassContex
         shutil.copy(ROOT / "course" / "grading" / name, grader / name)
     for name in HIDDEN_FILES:
         shutil.copy(ROOT / "course" / "confirm" / name, cases / name)
-    torch.save(entries, cases / "cases.pt")
+    flat.save(entries, cases / "cases.pt")
     stubs = {p.name: p.read_bytes() for p in sorted((pristine / "exercises").glob("*.py"))}
     ctx = ClassContext(pristine, grader, cases, plan, checks, stubs, server)
     (grader / "items.json").write_text(json.dumps(cell_items(plan, ctx.graded_modules())))
