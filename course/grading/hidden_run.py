@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from course.confirm import flat
 from course.confirm import judge as judging
 from course.grading.hidden.confirm import specs
 from course.grading.prepare import ClassContext, GradedCheck
@@ -98,14 +99,17 @@ def isolated_entry(check: GradedCheck, failing: set[str]) -> tuple[dict, list[st
 
 
 def _isolated_cases(ctx: ClassContext, entries: dict[int, dict]) -> bytes:
-    import io
-
-    import torch
-
     every = [entries.get(c.index, {"target": c.target, "cases": []}) for c in ctx.checks.values()]
-    buffer = io.BytesIO()
-    torch.save(every, buffer)
-    return buffer.getvalue()
+    try:
+        return flat.dumps(every)  # the harness reads it in a fraction of torch.load's time
+    except flat.Unsupported:
+        import io
+
+        import torch
+
+        buffer = io.BytesIO()
+        torch.save(every, buffer)
+        return buffer.getvalue()
 
 
 def run_hidden(ctx: ClassContext, settings: Settings, files: dict[str, bytes],
