@@ -292,6 +292,23 @@ class Replay:
 
 # ---------------------------------------------------------------------- putting wrappers in place
 
+_MODULES: dict[str, tuple[int, list[tuple[str, Any]]]] = {}  # package -> (len(sys.modules), found)
+
+
+def package_modules(package: str) -> list:
+    """The modules of `package` (itself and its submodules) in sys.modules. A check enters a
+    patch for every case, and looking through the thousand modules torch brings cost a tenth of
+    its time: the entries found are kept, and looked through again only when sys.modules has
+    changed size or one of them is no longer what it was."""
+    size, kept = _MODULES.get(package, (-1, []))
+    if size != len(sys.modules) or any(sys.modules.get(name, _MODULES) is not value
+                                       for name, value in kept):
+        prefix = package + "."
+        kept = [(name, value) for name, value in list(sys.modules.items())
+                if name == package or name.startswith(prefix)]
+        _MODULES[package] = (len(sys.modules), kept)
+    return [value for _, value in kept if value is not None]
+
 class Patch:
     """Put a wrapper around each target of `package` (its modules' names and its classes'
     methods, plus any extra namespaces, and the methods of extra classes of the same name) while
@@ -363,8 +380,7 @@ class Patch:
             self._undo.append(lambda cls=cls, original=original: setattr(cls, method, original))
 
     def _namespaces(self) -> list[dict]:
-        found = [vars(m) for name, m in list(sys.modules.items())
-                 if m is not None and (name == self.package or name.startswith(self.package + "."))]
+        found = [vars(m) for m in package_modules(self.package)]
         return found + [ns for ns in self.namespaces if all(ns is not f for f in found)]
 
     def _function_wrapper(self, target, original):
