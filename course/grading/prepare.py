@@ -119,6 +119,12 @@ def cell_items(plan: list[Lesson], modules: list[str]) -> list[dict]:
 def prepare(root: Path, lessons: list[str] | None, points_file: Path | None, seed: int,
             settings: Settings, fork: bool = True) -> ClassContext:
     """Build the class context under `root` (the run's private working folder)."""
+    import torch
+
+    # the grader's own tensors (references, hidden results) are small: a pool of threads per
+    # operation only costs their wake-ups (three times the CPU-seconds of the set-up, and more
+    # on a busy machine)
+    torch.set_num_threads(1)
     server = fork_server(root / "forkserver.log") if fork and not settings.unsafe else None
     try:  # the server imports torch meanwhile
         ctx = _context(root, lessons, points_file, seed, server)
