@@ -31,6 +31,8 @@ import importlib
 import inspect
 import io
 import sys
+import types
+import weakref
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -117,11 +119,28 @@ def closest(table: list[dict], target: str, args: dict, state: dict | None) -> t
 
 # ------------------------------------------------------------------------ one call, as a record
 
+_SIGNATURES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def signature_of(function) -> inspect.Signature:
+    """inspect.signature(function), kept for a plain function while its code and defaults are
+    the ones it was computed from: a stand-in names the arguments of every call it sees, and
+    computing the signature each time was a fifth of a check cell's time."""
+    if type(function) is not types.FunctionType or "__signature__" in vars(function) or \
+            "__wrapped__" in vars(function):
+        return inspect.signature(function)
+    made_of = (function.__code__, function.__defaults__, function.__kwdefaults__)
+    kept = _SIGNATURES.get(function)
+    if kept is None or any(a is not b for a, b in zip(kept[0], made_of)):
+        kept = _SIGNATURES[function] = (made_of, inspect.signature(function))
+    return kept[1]
+
+
 def arguments(function, args: tuple, kwargs: dict, method: bool) -> dict | None:
     """The call's arguments by parameter name, defaults filled in (self left out); None when
     the signature refuses the call."""
     try:
-        bound = inspect.signature(function).bind(*args, **kwargs)
+        bound = signature_of(function).bind(*args, **kwargs)
     except (TypeError, ValueError):
         return None
     bound.apply_defaults()
@@ -391,7 +410,7 @@ class Patch:
 
         wrapper.__wrapped__ = original
         wrapper.__name__ = getattr(original, "__name__", "wrapper")
-        wrapper.__signature__ = inspect.signature(original)
+        wrapper.__signature__ = signature_of(original)
         return wrapper
 
     def _method_wrapper(self, target, original):
