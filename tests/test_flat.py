@@ -81,13 +81,27 @@ def test_what_it_cannot_hold_it_refuses_and_save_falls_back_to_torch_save(value,
 
 @pytest.mark.parametrize("path", sorted(REFERENCE_DIR.glob("*.pt")) +
                          sorted(REFERENCE_DIR.glob("*.calls.pt.gz")), ids=lambda p: p.name)
-def test_every_recorded_reference_loads_the_same_from_its_sidecar(path, tmp_path):
-    copy = tmp_path / path.name
+def test_every_recorded_reference_loads_the_same_from_its_sidecar(path, tmp_path, monkeypatch):
+    source, sidecars = tmp_path / "reference_data", tmp_path / "sidecars"
+    source.mkdir()
+    copy = source / path.name
     copy.write_bytes(path.read_bytes())
-    assert flat.write_sidecars(tmp_path) == 1
+    assert flat.write_sidecars(source, sidecars) == 1
     data = path.read_bytes()
     want = torch.load(io.BytesIO(gzip.decompress(data) if path.suffix == ".gz" else data),
                       weights_only=True)
+    monkeypatch.setenv(flat.FOLDER_VARIABLE, str(sidecars))
     assert_same(want, flat.load_recorded(copy))
-    flat.sidecar(copy).unlink()
+    monkeypatch.delenv(flat.FOLDER_VARIABLE)
     assert_same(want, flat.load_recorded(copy))
+
+
+def test_a_sidecar_is_used_only_for_the_bytes_it_was_made_from(tmp_path, monkeypatch):
+    source, sidecars = tmp_path / "reference_data", tmp_path / "sidecars"
+    source.mkdir()
+    torch.save({"case": {"output": torch.zeros(2)}}, source / "x.pt")
+    flat.write_sidecars(source, sidecars)
+    monkeypatch.setenv(flat.FOLDER_VARIABLE, str(sidecars))
+    assert flat.load_recorded(source / "x.pt")["case"]["output"].tolist() == [0.0, 0.0]
+    torch.save({"case": {"output": torch.ones(2)}}, source / "x.pt")  # re-recorded since
+    assert flat.load_recorded(source / "x.pt")["case"]["output"].tolist() == [1.0, 1.0]

@@ -143,13 +143,14 @@ def _context(root: Path, lessons, points_file, seed: int, server) -> ClassContex
 
     pristine = build(root / "pristine")  # the student release: no solutions/, no grader
     compileall.compile_dir(pristine, quiet=1, workers=1)  # read-only in the sandbox: compile once
-    flat.write_sidecars(pristine / "course" / "reference_data")  # every student loads them: fast
     plan = lesson_plan(pristine, lessons)
     warn_unrun(plan)
     checks, entries = _graded(plan, points_file, seed)
     grader, cases = root / "grader", root / "hidden"
     grader.mkdir()
     cases.mkdir()
+    # every student's checks load the recorded references: from flat sidecars, 10x sooner
+    flat.write_sidecars(pristine / "course" / "reference_data", grader / "reference")
     for name in SANDBOX_FILES:
         shutil.copy(ROOT / "course" / "grading" / name, grader / name)
     for name in HIDDEN_FILES:
