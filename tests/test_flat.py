@@ -25,7 +25,7 @@ def assert_same(a, b, path="value", shared=None):
         assert (a.dtype, a.shape, a.stride(), a.storage_offset(), a.requires_grad) == \
             (b.dtype, b.shape, b.stride(), b.storage_offset(), b.requires_grad), path
         sa, sb = a.untyped_storage(), b.untyped_storage()
-        assert _bytes(sa) == _bytes(sb), path
+        assert _bytes(sa) == _bytes(sb) and sa.resizable() == sb.resizable(), path
         if sa.nbytes():
             assert shared.setdefault(("a", sa.data_ptr()), sb.data_ptr()) == sb.data_ptr(), path
             assert shared.setdefault(("b", sb.data_ptr()), sa.data_ptr()) == sa.data_ptr(), path
