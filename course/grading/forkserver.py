@@ -186,8 +186,8 @@ def main(fd: int) -> int:
     server.send(b"ready")
     while True:
         message, fds, _, _ = socket.recv_fds(server, 1 << 20, 8)
-        if not message:
-            return 0
+        if not message:  # the grader is done: end at once (finalizing torch takes a second)
+            os._exit(0)
         pid = os.fork()
         if pid == 0:
             server.close()
