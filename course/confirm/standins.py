@@ -365,10 +365,14 @@ class Patch:
                 importlib.import_module(f"{self.package}.{split(target)[0]}")
             except ImportError:
                 continue
-        namespaces = self._namespaces()  # every module is imported now: one look at sys.modules
+        # every module is imported now: one look through their names, indexed by what they hold
+        index: dict[int, list[tuple[dict, str]]] = {}
+        for namespace in self._namespaces():
+            for key, value in list(namespace.items()):
+                index.setdefault(id(value), []).append((namespace, key))
         for target in self.targets:
             try:
-                self._install(target, namespaces)
+                self._install(target, index)
             except (ImportError, AttributeError):
                 continue  # the student's package lacks it: nothing to stand in for
         return self
@@ -378,17 +382,20 @@ class Patch:
             undo()
         self._undo.clear()
 
-    def _install(self, target: str, namespaces: list[dict]) -> None:
+    def _install(self, target: str, index: dict[int, list[tuple[dict, str]]]) -> None:
+        """Wrap one target: a function under every name of the package that holds it (`index`:
+        id of a value -> the names holding it, in the order of the namespaces and their keys,
+        kept up to date as names get wrappers), a method in its class."""
         module_name, owner, method = split(target)
         module = importlib.import_module(f"{self.package}.{module_name}")
         if method is None:
             original = getattr(module, owner)
             wrapper = self._function_wrapper(target, original)
-            for namespace in namespaces:
-                for key, value in list(namespace.items()):
-                    if value is original:
-                        namespace[key] = wrapper
-                        self._undo.append(lambda ns=namespace, k=key, v=value: ns.__setitem__(k, v))
+            for namespace, key in index.get(id(original), []):
+                if namespace.get(key, wrapper) is original:
+                    namespace[key] = wrapper
+                    index.setdefault(id(wrapper), []).append((namespace, key))
+                    self._undo.append(lambda ns=namespace, k=key, v=original: ns.__setitem__(k, v))
             return
         found = [getattr(module, owner)] + [c for c in self.classes if c.__name__ == owner]
         for cls in dict.fromkeys(found):
