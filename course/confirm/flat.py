@@ -114,20 +114,27 @@ class _Reader:
 
     def __init__(self, places: list, blob: memoryview):
         self.blob, self.places = blob, places
-        self.storages: dict[int, torch.UntypedStorage] = {}
-
-    def storage(self, index: int) -> torch.UntypedStorage:
-        if index not in self.storages:
-            start, size = self.places[index]
-            raw = bytearray(self.blob[start:start + size])
-            self.storages[index] = torch.frombuffer(raw, dtype=torch.uint8).untyped_storage() \
-                if size else torch.empty(0, dtype=torch.uint8).untyped_storage()
-        return self.storages[index]
+        self.storages: dict[int, torch.UntypedStorage | torch.Tensor] = {}
 
     def tensor(self, spec: list) -> torch.Tensor:
         index, dtype, offset, shape, stride, requires_grad = spec
-        tensor = torch.empty(0, dtype=DTYPES[dtype]).set_(self.storage(index), offset, shape,
-                                                            stride)
+        dtype = DTYPES[dtype]
+        found = self.storages.get(index)
+        if found is None:
+            start, size = self.places[index]
+            if size % dtype.itemsize == 0 and size:
+                # the first tensor of a storage is made on the storage's bytes (later ones,
+                # views of the same storage, share it)
+                tensor = torch.frombuffer(bytearray(self.blob[start:start + size]), dtype=dtype)
+                tensor.as_strided_(shape, stride, offset)
+                self.storages[index] = tensor
+                return tensor.requires_grad_(True) if requires_grad else tensor
+            found = torch.frombuffer(bytearray(self.blob[start:start + size]),
+                                     dtype=torch.uint8).untyped_storage() if size else \
+                torch.empty(0, dtype=torch.uint8).untyped_storage()
+            self.storages[index] = found
+        storage = found if isinstance(found, torch.UntypedStorage) else found.untyped_storage()
+        tensor = torch.empty(0, dtype=dtype).set_(storage, offset, shape, stride)
         return tensor.requires_grad_(True) if requires_grad else tensor
 
     def object(self, value: dict):
