@@ -4,6 +4,7 @@ column with its hidden cases and the solutions' outputs on them, and the fork se
 from __future__ import annotations
 
 import compileall
+import gc
 import json
 import shutil
 from dataclasses import dataclass, field
@@ -135,6 +136,10 @@ def prepare(root: Path, lessons: list[str] | None, points_file: Path | None, see
     if server is not None and not server.wait_ready():
         server.close()
         ctx.server = None  # every sandboxed process then starts by exec: slower, the same grades
+    # what the set-up made (torch, the course, the references) lives until the end: out of the
+    # cycle collector's sight, so that its full collections (and the one at exit, seconds long)
+    # no longer walk it
+    gc.freeze()
     return ctx
 
 
