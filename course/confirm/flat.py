@@ -3,13 +3,14 @@ torch.load, and gives back the same objects.
 
 torch.load spends about 0.2 ms per tensor in its (safe, pure-Python) unpickler; the recorded
 references of every check hold some 2,000 small tensors, and a grading run loads them once per
-student. Here a file is one JSON header (the structure) and one blob (the bytes of every
-storage, each once):
+student. Here a file is JSON for the structure and one blob for the bytes of every storage,
+each once:
 
-    MAGIC, 8 bytes of header length (little-endian), header JSON, storage bytes
+    MAGIC, 8 bytes of length, the storages' places (JSON: [offset, size] each), 8 bytes of
+    length, the value (JSON), the storages' bytes
 
-The header's value is JSON where JSON can say it (None, bools, ints, floats, strings, lists),
-and one-key objects for the rest: {"d": [[key, value], ...]} a dict, {"o": ...} an OrderedDict,
+The value is JSON where JSON can say it (None, bools, ints, floats, strings, lists), and one-key
+objects for the rest: {"d": [[key, value], ...]} a dict, {"o": ...} an OrderedDict,
 {"t": [...]} a tuple, {"T": [storage, dtype, offset, shape, stride, requires_grad]} a tensor
 (views of one storage stay views of one storage), {"P": tensor} an nn.Parameter, {"dt": name} a
 dtype, {"S": [...]} a torch.Size. Anything else cannot be written (`Unsupported`), so that a
@@ -30,7 +31,7 @@ from pathlib import Path
 
 import torch
 
-MAGIC = b"COURSE-FLAT-1\n"
+MAGIC = b"COURSE-FLAT-2\n"
 LENGTH = struct.Struct("<Q")
 DTYPES = {str(d).removeprefix("torch."): d for d in (
     torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.complex64,
@@ -102,14 +103,14 @@ class _Writer:
 def dumps(value) -> bytes:
     """The file's bytes for `value`; raises Unsupported for what torch.save must write."""
     writer = _Writer()
-    encoded = writer.value(value)
-    value = json.dumps(encoded, separators=(",", ":"))
-    header = json.dumps([writer.places, value], separators=(",", ":")).encode()
-    return b"".join([MAGIC, LENGTH.pack(len(header)), header, *writer.chunks])
+    value = json.dumps(writer.value(value), separators=(",", ":")).encode()
+    places = json.dumps(writer.places, separators=(",", ":")).encode()
+    return b"".join([MAGIC, LENGTH.pack(len(places)), places, LENGTH.pack(len(value)), value,
+                     *writer.chunks])
 
 
 class _Reader:
-    """Turns the header's one-key objects into values as the JSON decoder meets them (inner
+    """Turns the value's one-key objects into values as the JSON decoder meets them (inner
     ones first), so that only those cost Python calls."""
 
     def __init__(self, places: list, blob: memoryview):
@@ -163,11 +164,15 @@ def loads(data: bytes):
     """What `dumps` wrote; a torch.save file is read by torch.load(weights_only=True)."""
     if not data.startswith(MAGIC):
         return torch.load(io.BytesIO(data), weights_only=True)
-    start = len(MAGIC) + LENGTH.size
-    (length,) = LENGTH.unpack_from(data, len(MAGIC))
-    places, value = json.loads(data[start:start + length])
-    reader = _Reader(places, memoryview(data)[start + length:])
-    return json.loads(value, object_hook=reader.object)
+    view = memoryview(data)
+    start = len(MAGIC)
+    (length,) = LENGTH.unpack_from(data, start)
+    places = json.loads(view[start + LENGTH.size:start + LENGTH.size + length].tobytes())
+    start += LENGTH.size + length
+    (length,) = LENGTH.unpack_from(data, start)
+    start += LENGTH.size
+    reader = _Reader(places, view[start + length:])
+    return json.loads(view[start:start + length].tobytes(), object_hook=reader.object)
 
 
 def load(path: Path | str):
