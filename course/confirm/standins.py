@@ -365,11 +365,7 @@ class Patch:
                 importlib.import_module(f"{self.package}.{split(target)[0]}")
             except ImportError:
                 continue
-        # every module is imported now: one look through their names, indexed by what they hold
-        index: dict[int, list[tuple[dict, str]]] = {}
-        for namespace in self._namespaces():
-            for key, value in list(namespace.items()):
-                index.setdefault(id(value), []).append((namespace, key))
+        index: dict[int, list[tuple[dict, str]]] = {}  # filled by the first function target
         for target in self.targets:
             try:
                 self._install(target, index)
@@ -391,6 +387,10 @@ class Patch:
         if method is None:
             original = getattr(module, owner)
             wrapper = self._function_wrapper(target, original)
+            if not index:  # every module is imported now: one look through their names
+                for namespace in self._namespaces():
+                    for key, value in list(namespace.items()):
+                        index.setdefault(id(value), []).append((namespace, key))
             for namespace, key in index.get(id(original), []):
                 if namespace.get(key, wrapper) is original:
                     namespace[key] = wrapper
