@@ -160,6 +160,7 @@ def _context(root: Path, lessons, points_file, seed: int, server) -> ClassContex
         shutil.copy(ROOT / "course" / "grading" / name, grader / name)
     for name in HIDDEN_FILES:
         shutil.copy(ROOT / "course" / "confirm" / name, cases / name)
+    compileall.compile_dir(cases, quiet=1, workers=1)  # what every hidden run imports: once
     flat.save(entries, cases / "cases.pt")
     stubs = {p.name: p.read_bytes() for p in sorted((pristine / "exercises").glob("*.py"))}
     ctx = ClassContext(pristine, grader, cases, plan, checks, stubs, server)
