@@ -5,12 +5,17 @@ issue 21's attackers next to an honest student.
         [--shards 3] [--grader DIR]
     python scripts/bench_grade.py --attacks [--lessons 00-02] [--cell-timeout 10] [--grader DIR]
 
-Prints the seconds for the class (set-up included) and per student, the set-up alone, and where
-a student's seconds go: wall and CPU seconds of each grading stage (collect, the visible check
-cells, classify, the hidden run), the mean over the class, from OUT/raw/*/timings.json; with the
-machine's load before and after (absolute figures on a shared machine are noisy: compare runs
-made one after the other). The goal (issue 22): 300 students, all lessons, JOBS=2, under 5
-minutes on 2 cores. `--shards N` also grades the class as N shards one after the other, then
+Prints the seconds for the class and per student; the set-up (from the start to the grader's
+"grading N submission(s)" line: building the working copy, the hidden cases and the solutions'
+outputs on them, the fork server) and what follows the last student; and where a student's
+seconds go, per grading stage (collect, the visible check cells, classify, the hidden run, the
+isolated rerun), the mean over the class from OUT/raw/*/timings.json: wall seconds, CPU-seconds
+of the sandboxed processes, CPU-seconds of the grader's own thread; then the CPU-seconds per
+student in all. With the machine's load before and after: on a shared machine wall seconds
+mostly measure the others; CPU-seconds much less so (compare runs made one after the other, or
+`perf stat -e task-clock` around this script, which also counts the forks the grader cannot).
+The goal: 300 students, all lessons, JOBS=2, under 150 s on 2 idle cores (0.5 s per student:
+about 1 CPU-second of every process together), the set-up under 15 s. `--shards N` also grades the class as N shards one after the other, then
 merges them (`python -m course.grading merge`), and prints that total. `--grader DIR` times
 another checkout of the course (e.g. an older commit) on the same class.
 
