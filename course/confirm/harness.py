@@ -25,13 +25,17 @@ import sys
 
 import torch
 
-try:  # inside the course; in the sandbox, standins.py lies beside this file
-    from course.confirm import standins
+try:  # inside the course; in the sandbox, standins.py and flat.py lie beside this file
+    from course.confirm import flat, standins
 except ImportError:  # pragma: no cover - the sandbox
     try:
         import standins
     except ImportError:
         standins = None
+    try:
+        import flat
+    except ImportError:
+        flat = None
 
 
 def _tensors(value, found):
@@ -186,7 +190,7 @@ def main(argv: list[str]) -> int:
     os.dup2(log, 2)
     sys.stdout = sys.stderr = open(log, "w", buffering=1, closefd=False)
     torch.set_num_threads(1)
-    checks = torch.load(cases_path, weights_only=True)
+    checks = flat.load(cases_path) if flat is not None else torch.load(cases_path, weights_only=True)
     wanted = [int(i) for i in argv[2].split(",")] if len(argv) > 2 and argv[2] else range(len(checks))
     for index in wanted:
         entry = checks[index]
