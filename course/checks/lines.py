@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from course.i18n import _
+from course.i18n import ENGLISH, N_, _, language, translations
 
 PASS, FAIL, BLOCKED, TODO = "PASS", "FAIL", "BLOCKED", "TODO"
 NOT_IMPLEMENTED = "NOT IMPLEMENTED YET"
@@ -35,9 +35,30 @@ def visible_only() -> str:
              "`make check HIDDEN=1` does)")
 
 
-def fail_header(check_id: str, case_name: str) -> str:
-    """The first line of a failure: which check, which case."""
-    return f"{FAIL} {check_id}, case '{case_name}':"
+def fail_header(check_id: str, name: str) -> str:
+    """The first line of a failure: which check, which case (its name in the learner's
+    language; the grader reads only the word and the id)."""
+    return f"{FAIL} {check_id}, case '{case_name(name)}':"
+
+
+CASE_NAME = "case name"  # the catalog's context for the names of cases
+# what course/checks/kinds.py appends to the name of a case it derives (", in float32", ...)
+_SUFFIXES = [(re.compile(r"(?P<base>.+), in (?P<dtype>float32|bfloat16|float16)"), N_("in {dtype}")),
+             (re.compile(r"(?P<base>.+), on the meta device"), N_("on the meta device"))]
+
+
+def case_name(name: str) -> str:
+    """A case's name in the learner's language: the catalog's entry with the context CASE_NAME;
+    a derived case's name is its base case's, then its translated suffix."""
+    if language() == ENGLISH:
+        return name
+    for pattern, suffix in _SUFFIXES:
+        match = pattern.fullmatch(name)
+        if match:
+            return _("{base}, {suffix}").format(
+                base=case_name(match["base"]), suffix=_(suffix).format(**{
+                    k: v for k, v in match.groupdict().items() if k != "base"}))
+    return translations(language()).pgettext(CASE_NAME, name)
 
 
 def blocked_header(check_id: str, roots: list[str]) -> str:

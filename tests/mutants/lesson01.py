@@ -61,7 +61,7 @@ MUTANTS += [
     Mutant('01.stable_softmax', 'softmax.py', 'exponentials = shifted.exp()',
            'exponentials = torch.exp(shifted).float()', "", 'exp cast to float32',
            exact=(
-               'output dtype: expected torch.float64, got torch.float32 (the values agree)',
+               'output shape (4,) as expected; max |expected - got| = 1.75e-08 (tolerance 1e-12 + 1e-10*|expected|); and its dtype is torch.float32, not torch.float64',
                "hint: your result is float32, the reference (like the inputs) float64: something in your code makes float32 (torch.zeros/ones/empty/tensor/arange without dtype=, or .float()): create tensors with dtype=x.dtype (or zeros_like, new_zeros) so that the result keeps the input's dtype",
            )),
     Mutant('01.stable_softmax', 'softmax.py', 'shifted = x - x.amax(dim=dim, keepdim=True)',

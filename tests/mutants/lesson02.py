@@ -38,7 +38,7 @@ MUTANTS = [
            "bias += scores\n        scores = bias", IN_PLACE,
            "adds the scores into the caller's bias in place"),
     Mutant("02.attention_weights", "attention.py", "return stable_softmax(scores, dim=-1)\n",
-           "return stable_softmax(scores, dim=-2)\n", "not the query axis",
+           "return stable_softmax(scores, dim=-2)\n", "`dim` is -2, the reference passes -1",
            "softmax over the query axis"),
     Mutant("02.attention_weights", "attention.py", "scores = scores + bias",
            "scores = scores + bias / q.shape[-1] ** 0.5", "unscaled",

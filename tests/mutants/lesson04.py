@@ -52,7 +52,7 @@ MUTANTS += [
     Mutant('04.pair_bias', 'bias.py', 'return bias.movedim(-1, -3)  # (*, N_head, R, R)',
            'return bias.movedim(-1, -3).transpose(-2, -1)  # (*, N_head, R, R)', "", 'i and j swapped',
            exact=(
-               'output shape (3, 5, 5) as expected; max |expected - got| = 0.54 (tolerance 0.001 + 0.001*|expected|)',
+               'output shape (3, 5, 5) as expected; max |expected - got| = 0.54 (tolerance 1e-09 + 1e-07*|expected|)',
                "hint: your output is the reference's with its last two axes swapped: i and j swapped: entry [..., h, i, j] must come from z[..., i, j, :], so move only the head axis, from last to in front of (i, j): movedim(-1, -3), keeping i before j",
            )),
     Mutant('04.pair_bias', 'bias.py', 'return bias.movedim(-1, -3)  # (*, N_head, R, R)',
