@@ -184,8 +184,8 @@ def choose(check, outcomes: list) -> tuple[object, str, list[str]]:
     shown = failing[0]
     if shown.status == "raised":
         hint = _error_hint(check, shown)
-        if _only_derived_fail(outcomes, shown) and hint not in (_(DEVICE_HINT),):
-            hint = _(shown.case.hint)  # float64 on the CPU works: the class of the case says why
+        if _only_class_fails(outcomes, shown) and hint not in (_(DEVICE_HINT), _(TRANSPOSE_T)):
+            hint = _(shown.case.hint)  # the ordinary cases work: the class of the case says why
         case_hint = _(shown.case.hint)
         return shown, hint, [_(CASE_TESTS).format(hint=case_hint)] if case_hint != hint else []
     if shown.status == "inplace":
@@ -199,11 +199,20 @@ def choose(check, outcomes: list) -> tuple[object, str, list[str]]:
     return shown, hint, notes
 
 
-def _only_derived_fail(outcomes, shown) -> bool:
-    """The shown case is a derived one (another dtype, the meta device) and every case that is
-    not derived passes."""
-    return shown.case.variant is not None and all(
-        not o.failed for o in outcomes if o.case.variant is None)
+# the classes of case whose failure alone names the bug (course/checks/kinds.py, and the cases
+# of sizes past any a lesson prints): another dtype, the meta device, a larger size
+CLASSES = ("dtype", "device", "size")
+
+
+def _only_class_fails(outcomes, shown) -> bool:
+    """The shown case belongs to one of CLASSES and every failing case to the same class, while
+    some case outside it passes: what the class tests is the bug."""
+    found = [tag for tag in CLASSES if tag in shown.case.tags]
+    if not found:
+        return False
+    tag = found[0]
+    return all(tag in o.case.tags for o in outcomes if o.failed) and \
+        any(not o.failed for o in outcomes if tag not in o.case.tags)
 
 
 def _specific(check, outcomes, shown, argument=None):
@@ -215,6 +224,8 @@ def _specific(check, outcomes, shown, argument=None):
     yield _precision(outcomes)
     if shown.status == "differs":
         yield _gradient(shown)
+    if _only_class_fails(outcomes, shown):
+        yield _(shown.case.hint)  # only the cases of one class fail (a larger size, float32...)
     if argument and argument[1]:
         yield argument[0]  # a plain value (a dim, a flag) that differs in the first call to leave
     yield _tagged(check, outcomes)
@@ -286,9 +297,9 @@ def _precision(outcomes) -> str | None:
                 return None
             if have.dtype != want.dtype and have.dtype.is_floating_point:
                 if lowered is None:
-                    wrong = (have.dtype, want.dtype)
+                    wrong = wrong or (have.dtype, want.dtype)
                 else:
-                    wrong_low = (have.dtype, want.dtype)
+                    wrong_low = wrong_low or (have.dtype, want.dtype)  # the first: the one shown
             scale = float(want.double().abs().nan_to_num(0.0).max()) if want.numel() else 0.0
             gap = largest_gap(want, have) / max(scale, 1e-30)
             if lowered is None:

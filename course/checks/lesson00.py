@@ -31,7 +31,7 @@ check_batched_dot = Check(
              hint="let the leading axes broadcast, as torch's elementwise product does"),
         Case("3 pairs of vectors of length 300", lambda f: f(randn(3, 300, seed=13),
                                                              randn(3, 300, seed=14)),
-             hint="sum over the whole last axis, whatever its length: (a * b).sum(dim=-1)"),
+             hint="sum over the whole last axis, whatever its length: (a * b).sum(dim=-1)", tags=("size",)),
         Case("gradients of a fixed loss w.r.t. a and b",
              gradients_of(lambda f, a, b: f(a, b), {"a": randn(2, 4, 3, seed=15),
                                                      "b": randn(2, 4, 3, seed=16)}),

@@ -78,7 +78,7 @@ check_stable_softmax = Check(
              **EXACT),
         Case("long rows: (2, 500) with spread x 10",
              lambda f: f(randn(2, 500, seed=16, scale=10.0), dim=-1),
-             hint="normalise over the whole slice along `dim`, whatever its length", **EXACT),
+             hint="normalise over the whole slice along `dim`, whatever its length", **EXACT, tags=("size",)),
         Case("gradients of a fixed loss, wide rows [[-800, 0, 800], [0, 1, 2]] and (2, 4, 3)",
              gradients_of(lambda f, x, y: torch.cat([f(x).flatten(), f(y, dim=1).flatten()]),
                           {"x": torch.tensor([[-800.0, 0.0, 800.0], [0.0, 1.0, 2.0]],
@@ -186,7 +186,7 @@ check_scaled_scores = Check(
         Case("40 queries, 33 keys, c=16",
              lambda f: f(randn(40, 16, seed=29), randn(33, 16, seed=30)),
              hint="scores[i, j] = q_i . k_j / sqrt(c) for every query i and key j, whatever "
-                  "their numbers: (n_q, n_k) = (40, 33)", diagnose=_which_scale(16)),
+                  "their numbers: (n_q, n_k) = (40, 33)", diagnose=_which_scale(16), tags=("size",)),
         Case("gradients of a fixed loss w.r.t. q and k: batch (2,), 3 queries, 5 keys, c=4",
              gradients_of(lambda f, q, k: f(q, k), {"q": randn(2, 3, 4, seed=31),
                                                      "k": randn(2, 5, 4, seed=32)}),

@@ -55,7 +55,7 @@ check_causal_mask = Check(
              hint="row i (query) may see columns j <= i (keys): lower triangle, diagonal included"),
         Case("n=37: longer than any sequence the lesson shows", lambda f: f(37),
              hint="build the mask for the n asked for (torch.ones(n, n).tril(), or compare "
-                  "positions), not by cutting a fixed-size mask: sequences can be of any length"),
+                  "positions), not by cutting a fixed-size mask: sequences can be of any length", tags=("size",)),
     ],
 )
 
@@ -84,7 +84,7 @@ check_padding_mask = Check(
         Case("lengths [1], max_len 1: one sequence of one token", lambda f: f(torch.tensor([1]), 1),
              hint="even B = 1 and max_len = 1 give the full (B, 1, max_len) = (1, 1, 1)"),
         Case("lengths [40, 17, 33], max_len 40", _long_lengths,
-             hint="position p of sequence b is real when p < lengths[b], for any max_len"),
+             hint="position p of sequence b is real when p < lengths[b], for any max_len", tags=("size",)),
         meta_of(Case("lengths [40, 17, 33], max_len 40", _long_lengths, hint="")),
     ],
 )
@@ -148,10 +148,11 @@ def _long_mask(n_q: int, n_k: int) -> torch.Tensor:
     return mask
 
 
-LARGE_MASKED = ("scores here reach about ±2000 and some keys are masked: the masked path needs "
-                "the stable softmax too (masked_fill(~mask, float('-inf')) on the scores, then "
-                "your stable_softmax, which shifts by each row's max); exp of the raw scores, "
-                "times the mask, overflows to inf")
+LARGE_MASKED = N_("scores here reach about ±2000 and some keys are masked: hide the masked "
+                  "scores before anything else (masked_fill(~mask, float('-inf'))), then use "
+                  "your stable_softmax, which shifts each row by the max over the keys it may "
+                  "see; exp of the raw scores overflows to inf, and a shift by a masked key's "
+                  "score can turn every visible key's exp into 0")
 
 check_attention_weights = Check(
     id="02.attention_weights",
@@ -159,6 +160,7 @@ check_attention_weights = Check(
     lesson="02",
     uses=(check_scaled_scores, check_stable_softmax),
     diagnose=_weights_evidence,
+    tag_hints={"large": LARGE_MASKED},
     cases=[
         Case("each query's weights sum to 1 over the keys",
              lambda f: f(*_qk((2,), 4, 4, 8, seed=33)),
@@ -208,7 +210,7 @@ check_attention_weights = Check(
         Case("7 queries, 33 keys, c=4, a padding mask: longer than the lesson's",
              lambda f: f(*_qk((2,), 7, 33, 4, seed=55), mask=_long_mask(7, 33)),
              hint="nothing may depend on a fixed number of queries or keys: n_q = 7 and "
-                  "n_k = 33 here", tags=("mask",)),
+                  "n_k = 33 here", tags=("mask", "size")),
         Case("gradients of a fixed loss w.r.t. q, k and bias, with a fully masked row",
              gradients_of(lambda f, q, k, bias: f(q, k, bias=bias, mask=BLIND),
                           {"q": randn(2, 3, 4, seed=57), "k": randn(2, 4, 4, seed=58),
@@ -310,7 +312,7 @@ check_single_head = Check(
         Case("x (2, 24, 6) with a causal mask: longer than the lesson's",
              _single_head(6, 4, (2, 24, 6), seed=81,
                           mask=torch.ones(24, 24, dtype=torch.bool).tril()),
-             hint="nothing in forward may depend on a fixed sequence length: L = x.shape[-2]"),
+             hint="nothing in forward may depend on a fixed sequence length: L = x.shape[-2]", tags=("size",)),
         float32_of(SINGLE_MASKED),
         meta_of(SINGLE_MASKED),
     ],

@@ -209,7 +209,7 @@ check_multi_head_attention = Check(
         Case("x (2, 20, 8), 4 heads, attention_mask: longer than the lesson's",
              _mha(8, 2, 4, (2, 20, 8), seed=353,
                   mask=_padding((2, 20), [(0, 19), (1, 3), (1, 15)])),
-             hint="nothing in forward may depend on a fixed sequence length: L comes from x"),
+             hint="nothing in forward may depend on a fixed sequence length: L comes from x", tags=("size",)),
         float32_of(MASKED_MHA),
         float32_of(COLUMNS_MHA),
         meta_of(MASKED_MHA),

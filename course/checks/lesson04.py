@@ -49,9 +49,9 @@ check_broadcastable_bias = Check(
              shape_hint="keep the bias's own size-1 axes and add n = scores_ndim - bias.ndim "
                         "more: (1, 1, 1, 1, 1, 1)"),
         Case("q != k: bias (2, 3, 4, 7) for scores of rank 5 (cross-attention: 4 queries, 7 keys)",
-             _aligned((2, 3, 4, 7), 5, 415), hint=BROADCAST_HINT,
-             shape_hint="the last three axes are (N_head, q, k) as they are, also when q != k: "
-                        "take them from bias.shape[-3:], never as (N_head, L, L)"),
+             _aligned((2, 3, 4, 7), 5, 415),
+             hint="the last three axes are (N_head, q, k) as they are, also when q != k "
+                  "(cross-attention): take them from bias.shape[-3:], never as (N_head, L, L)", tags=("size",)),
         Case("gradients of a fixed loss w.r.t. the bias (2, 3, 4, 4), scores of rank 6",
              gradients_of(lambda f, bias: f(bias, 6), {"bias": randn(2, 3, 4, 4, seed=417)}),
              hint="the result is a view of the bias (view, reshape, unsqueeze, [:, None]): its "
@@ -184,7 +184,7 @@ check_pair_bias = Check(
                   "must all be connected to the output (no .detach(), no torch.no_grad())",
              **PAIR_TOLERANCE),
         Case("z (1, 24, 24, 4), 2 heads: more residues than the lesson's",
-             _pair_bias(4, 2, (1, 24, 24, 4), seed=431), hint=PAIR_HINT, **PAIR_TOLERANCE),
+             _pair_bias(4, 2, (1, 24, 24, 4), seed=431), hint=PAIR_HINT, **PAIR_TOLERANCE, tags=("size",)),
         float32_of(PAIR_BATCH),
         meta_of(PAIR_BATCH),
     ],

@@ -127,7 +127,7 @@ check_masked_mean = Check(
              hint="averaging a length-1 axis removes it and keeps the others: (1, 3)"),
         Case("x (2, 40, 3) averaged over 40 positions, ragged padding",
              _mean_case((2, 40, 3), -2, [(0, 39), (1, 5), (1, 20), (1, 38)], seed=521),
-             hint=MASKED_HINT),
+             hint=MASKED_HINT, tags=("size",)),
         Case("gradients of a fixed loss w.r.t. x, ragged padding",
              _mean_gradients((2, 5, 3), -2, [(0, 4), (1, 1), (1, 3)], seed=523),
              hint="x reaches the mean through the masked sum: padding positions get gradient 0, "
@@ -274,7 +274,7 @@ check_global_attention = Check(
         Case("columns of an MSA (30, 3, 6), padding: more sequences than the lesson's",
              _global(6, 2, 2, (30, 3, 6), seed=533, attn_dim=-3,
                      mask=_padded((30, 3), [(29, 0), (5, 1), (17, 2)])),
-             hint="nothing may depend on a fixed number of sequences: L comes from x"),
+             hint="nothing may depend on a fixed number of sequences: L comes from x", tags=("size",)),
         float32_of(GLOBAL_PADDED),
         meta_of(GLOBAL_PADDED),
     ],

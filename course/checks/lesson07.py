@@ -167,7 +167,7 @@ check_rope = Check(
         Case("scores depend on i - j only", _relative_scores, hint=ROPE_FREQUENCY,
              expect=_depends_on_offset_only),
         Case("x (300, 8): positions up to 299", lambda f: f(randn(300, 8, seed=727)),
-             hint="positions are arange(L) for any L, not a table of fixed size: " + ROPE_FREQUENCY),
+             hint="positions are arange(L) for any L, not a table of fixed size: " + ROPE_FREQUENCY, tags=("size",)),
         Case("gradients of a fixed loss w.r.t. x (2, 5, 8)",
              gradients_of(lambda f, x: f(x), {"x": randn(2, 5, 8, seed=729)}),
              hint="x reaches the output through x * cos and rotate_half(x) * sin: no .detach(), "
@@ -417,7 +417,7 @@ check_decoder_block = Check(
                   + PRE_NORM),
         Case("h (2, 20, 8): longer than the lesson's", _block(8, 2, 16, (2, 20, 8), seed=799),
              hint="nothing in forward may depend on a fixed sequence length: L = h.shape[-2], "
-                  "causal_mask(L) and the positions 0 .. L-1 of that length"),
+                  "causal_mask(L) and the positions 0 .. L-1 of that length", tags=("size",)),
         float32_of(BLOCK_ROPE_CASE),
         meta_of(BLOCK_ROPE_CASE),
     ],
@@ -561,7 +561,7 @@ check_cross_attention = Check(
              tags=("mask",)),
         Case("x (2, 3, 8) attends to memory (2, 30, 8): a longer source",
              _cross(8, 2, (2, 3, 8), (2, 30, 8), seed=843, mask=_lengths_mask([30, 11], 30)),
-             hint="L_q and L_k differ and may be of any size: " + CROSS_HINT, tags=("mask",)),
+             hint="L_q and L_k differ and may be of any size: " + CROSS_HINT, tags=("mask", "size")),
         float32_of(CROSS_MASKED),
         meta_of(CROSS_MASKED),
     ],

@@ -163,7 +163,7 @@ def _cases(gate: str, width_text: str, seed: int) -> list[Case]:
              tags=("forward",)),
         Case("x (2, 24, 8): longer than the lesson's", _forward(gate, (2, 24, D_MODEL), seed + 80),
              hint="nothing may depend on a fixed sequence length: the gate scores are per "
-                  "token, (*, L, n_heads, width), for any L", tags=("forward",)),
+                  "token, (*, L, n_heads, width), for any L", tags=("forward", "size")),
         float32_of(batched),
         meta_of(batched),
     ]

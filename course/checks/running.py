@@ -97,11 +97,12 @@ def run_all(check, impl: Any, reference, replace=()) -> list[Outcome]:
 
 
 def run_case(check, case, impl: Any, reference) -> Outcome:
-    """One case as a student's code meets it in use: autograd on (modules are built and called
-    outside torch.no_grad(), where an in-place change of a parameter raises)."""
+    """One case. Modules are built with autograd on, as wherever they are used (an in-place
+    change of a parameter raises there); forward runs under no_grad, except in the gradient
+    cases, which turn autograd on (inputs.with_gradients)."""
     guard = InputGuard()
     try:
-        with torch.enable_grad():
+        with torch.no_grad():
             result = case.run(guard.wrap(impl))
     except NotImplementedError as err:
         return Outcome(case, "todo", problem=str(err), error=err)
@@ -169,7 +170,8 @@ class InputGuard:
         if isinstance(impl, type) and issubclass(impl, torch.nn.Module):
             @functools.wraps(impl, updated=())
             def build(*args, **kwargs):
-                module = impl(*args, **kwargs)
+                with torch.enable_grad():  # as a user builds it: outside no_grad
+                    module = impl(*args, **kwargs)
                 self._hook(module, impl.__name__)
                 return module
             return build

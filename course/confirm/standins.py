@@ -315,6 +315,7 @@ class Patch:
         self.package, self.targets, self.action = package, sorted(set(targets)), action
         self.namespaces, self.classes = list(namespaces), list(classes)
         self.stack: list[str] = []
+        self._found: list[dict] | None = None
         self.seen: list[dict] = []
         self.misses: list[dict] = []
         self.replaced: list[str] = []
@@ -342,6 +343,7 @@ class Patch:
                 importlib.import_module(f"{self.package}.{split(target)[0]}")
             except ImportError:
                 continue
+        self._found = None  # the package's namespaces, looked up once for every target
         for target in self.targets:
             try:
                 self._install(target)
@@ -375,9 +377,12 @@ class Patch:
             self._undo.append(lambda cls=cls, original=original: setattr(cls, method, original))
 
     def _namespaces(self) -> list[dict]:
-        found = [vars(m) for name, m in list(sys.modules.items())
-                 if m is not None and (name == self.package or name.startswith(self.package + "."))]
-        return found + [ns for ns in self.namespaces if all(ns is not f for f in found)]
+        if self._found is None:
+            prefix = self.package + "."
+            found = [vars(m) for name, m in list(sys.modules.items())
+                     if m is not None and (name.startswith(prefix) or name == self.package)]
+            self._found = found + [ns for ns in self.namespaces if all(ns is not f for f in found)]
+        return self._found
 
     def _function_wrapper(self, target, original):
         patch = self
