@@ -157,7 +157,7 @@ class Check:
         if failure is None:
             if not quiet:
                 print(lines.pass_line(self.id, len(self.cases)))
-                print(lines.visible_only())
+                print(lines.visible_only(len(self.cases)))
             return
         _last[:] = [failure]
         raise failure.with_traceback(None)

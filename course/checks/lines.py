@@ -29,10 +29,11 @@ def pass_line(check_id: str, n_cases: int) -> str:
     return f"{PASS} {check_id} ({n_cases} cases)"
 
 
-def visible_only() -> str:
-    """Printed under a PASS line: what a PASS covers."""
-    return _("  (the visible cases only: the grader also tries hidden ones, as "
-             "`make check HIDDEN=1` does)")
+def visible_only(n_cases: int) -> str:
+    """Printed under a PASS line, in the learner's language: what a PASS covers (the PASS line
+    itself stays as the grader reads it)."""
+    return _("  ({n} visible cases: the grader also tries hidden ones, as `make check HIDDEN=1` "
+             "does)").format(n=n_cases)
 
 
 def fail_header(check_id: str, name: str) -> str:
