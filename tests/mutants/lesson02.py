@@ -39,7 +39,7 @@ MUTANTS = [
            "adds the scores into the caller's bias in place"),
     Mutant("02.attention_weights", "attention.py", "return stable_softmax(scores, dim=-1)\n",
            "return stable_softmax(scores, dim=-2)\n", "`dim` is -2, the reference passes -1",
-           "softmax over the query axis"),
+           "softmax over the query axis", kind="evidence"),
     Mutant("02.attention_weights", "attention.py", "scores = scores + bias",
            "scores = scores + bias / q.shape[-1] ** 0.5", "unscaled",
            "bias divided by sqrt(c) too"),

@@ -40,7 +40,7 @@ import course_setup  # noqa: F401  （把课程加入路径，打开 autoreload�
 #
 # 你打开的笔记本已经用参考答案运行过，所以每个检查单元都已显示 `PASS`。你自己运行检查单元时，它检查的是*你的*代码。要一次检查所有练习，在课程文件夹的终端里运行 `make check`：每个练习一行，`PASS`、`FAIL`、`BLOCKED`（附上阻塞它的检查）或 `TODO`，然后是每个 `FAIL` 的完整信息；`make check ONLY=01.scaled_scores` 显示一个检查的完整信息。
 #
-# （在中文版里，检查信息、提示和 `make check` 的表格都是中文的；`PASS`、`FAIL`、`BLOCKED`、`TODO`、检查编号和用例名在两种语言中保持不变，评分程序读的就是它们。说明比较结果的那一行也是中文的，只有标签和公式照原样保留，例如 `output 形状 (1, 2) 符合预期；max |expected - got| = 0.293（容差 1e-08 + 1e-06*|expected|）`；你的代码抛出的 Python 错误文字，以及少数几个检查的探测结果（例如 `output holds 2 NaN/inf values`），仍是英文。）
+# （在中文版里，检查信息、提示和 `make check` 的表格都是中文的；`PASS`、`FAIL`、`BLOCKED`、`TODO` 和检查编号在两种语言中保持不变，评分程序读的就是它们；用例名也是中文的。说明比较结果的那一行也是中文的，只有标签和公式照原样保留，例如 `output 形状 (1, 2) 符合预期；max |expected - got| = 0.293（容差 1e-08 + 1e-06*|expected|）`；你的代码抛出的 Python 错误文字，以及少数几个检查的探测结果（例如 `output holds 2 NaN/inf values`），仍是英文。）
 
 # %% [markdown] en="826aca318975"
 # ## 你的环境
