@@ -177,29 +177,36 @@ def run_case(impl, case: dict) -> dict:
         with torch.no_grad():
             outputs = _as_outputs(call(*args, **kwargs))
     else:
-        named = [(f"grad arg {i}", a) for i, a in enumerate(args)] + \
-                [(f"grad {k}", v) for k, v in kwargs.items()]
-        leaves = [(n, t) for n, t in named if isinstance(t, torch.Tensor) and t.is_floating_point()]
-        for _, t in leaves:
-            t.requires_grad_(True)
-        parameters = [(f"grad param {n}", p) for n, p in module.named_parameters()] \
-            if module is not None else []
-        with torch.enable_grad():
-            result = call(*args, **kwargs)
-            outputs = _as_outputs(result)
-            main = result if isinstance(result, torch.Tensor) else None
-            targets = leaves + parameters
-            grads = [None] * len(targets)
-            if main is not None and main.requires_grad:
-                loss = (main * _loss_weights(main.shape, case.get("loss_seed", 0), main.dtype)).sum()
-                grads = torch.autograd.grad(loss, [t for _, t in targets], allow_unused=True)
-        for (name, target), g in zip(targets, grads):
-            outputs[name] = torch.full_like(target.detach(), float("nan")) if g is None \
-                else g.detach().clone()
-        for _, t in leaves:
-            t.requires_grad_(False)
+        outputs = _with_gradients(call, args, kwargs, module, case.get("loss_seed", 0))
     outputs["inputs modified"] = torch.tensor(
         [not torch.equal(b, t.detach()) for b, t in zip(before, inputs)], dtype=torch.bool)
+    return outputs
+
+
+def _with_gradients(call, args, kwargs, module, loss_seed) -> dict:
+    """The outputs of call(*args, **kwargs) and the gradients of sum(output * w) with respect to
+    every floating tensor argument and every parameter of `module` (NaN where none arrives)."""
+    named = [(f"grad arg {i}", a) for i, a in enumerate(args)] + \
+            [(f"grad {k}", v) for k, v in kwargs.items()]
+    leaves = [(n, t) for n, t in named if isinstance(t, torch.Tensor) and t.is_floating_point()]
+    for _, t in leaves:
+        t.requires_grad_(True)
+    parameters = [(f"grad param {n}", p) for n, p in module.named_parameters()] \
+        if module is not None else []
+    with torch.enable_grad():
+        result = call(*args, **kwargs)
+        outputs = _as_outputs(result)
+        main = result if isinstance(result, torch.Tensor) else None
+        targets = leaves + parameters
+        grads = [None] * len(targets)
+        if main is not None and main.requires_grad:
+            loss = (main * _loss_weights(main.shape, loss_seed, main.dtype)).sum()
+            grads = torch.autograd.grad(loss, [t for _, t in targets], allow_unused=True)
+    for (name, target), g in zip(targets, grads):
+        outputs[name] = torch.full_like(target.detach(), float("nan")) if g is None \
+            else g.detach().clone()
+    for _, t in leaves:
+        t.requires_grad_(False)
     return outputs
 
 
