@@ -22,7 +22,7 @@ CASCADES = [
     Cascade('03.multi_head_attention', (SCORE,), (
         'BLOCKED 03.multi_head_attention by 01.scaled_scores:',
         'your MultiHeadAttention calls your scaled_dot_product_attention, and through it your scaled_scores, which fails 01.scaled_scores: fix that first.',
-        'On its own, your MultiHeadAttention is right: with the reference scaled_dot_product_attention in place of yours, all 20 cases pass.',
+        'On its own, your MultiHeadAttention is right: with the reference scaled_dot_product_attention in place of yours, all 21 cases pass.',
     ), 'scaled_scores unscaled, across lessons'),
     Cascade('05.global_attention', (SCORE,), (
         'BLOCKED 05.global_attention by 01.scaled_scores:',

@@ -32,6 +32,15 @@ def _blind_row(d, n_k: int) -> torch.Tensor:
     return torch.stack([d.mask(n_k), torch.zeros(n_k, dtype=torch.bool), d.mask(n_k)])
 
 
+def _largest_masked(d, batch, n_q: int, n_k: int, c: int) -> dict:
+    """Large scores whose largest key in every row is masked: a shift by the max over all keys
+    (masked ones included) turns every visible key's exp into 0."""
+    q, k = d.randn(*batch, n_q, c, scale=30.0), d.randn(*batch, n_k, c, scale=30.0)
+    largest = (q @ k.transpose(-2, -1)).argmax(dim=-1, keepdim=True)
+    mask = torch.ones(*batch, n_q, n_k, dtype=torch.bool).scatter(-1, largest, False)
+    return d.call("large scores, the largest of each row masked", q, k, mask=mask)
+
+
 @hidden("02.attention_weights")
 def _attention_weights(d):
     batch, n_q, n_k, c = d.batch(2, low=2, min_axes=1), d.int(2, 5), d.int(2, 6), d.int(2, 6)
@@ -49,6 +58,7 @@ def _attention_weights(d):
         # scores of about ±1000 with padding: the masked path needs the shift too
         d.call("large scores with a mask", d.randn(*batch, n_q, c, scale=30.0),
                d.randn(*batch, n_k, c, scale=30.0), mask=rows_see_something(d, *batch, n_q, n_k)),
+        _largest_masked(d, batch, n_q, n_k, c),
         d.call("a batch of one, one query", *qk(d, (1,), 1, n_k, c)),
         d.call("a batch of one, one query, a mask", *qk(d, (1,), 1, n_k, c),
                mask=rows_see_something(d, 1, 1, n_k)),

@@ -65,6 +65,8 @@ def mha_cases(d, extra: dict, allow_bias: bool = True):
                            kwargs={"attention_mask": d.mask(2, L + 1)})),
         d.meta(d.module("padding mask", (c_in, c, N), kw, args=[d.randn(2, L + 1, c_in)],
                         kwargs={"attention_mask": d.mask(2, L + 1)})),
+        d.meta(d.module("rows, attn_dim=-2", (c_in, c, N), {**kw, "attn_dim": -2},
+                        args=[d.randn(2, L, c_in)])),
     ]
     if allow_bias:
         cases.append(d.module("bias", (c_in, c, N), kw, args=[d.randn(S, L, c_in)],
