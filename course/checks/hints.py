@@ -1,15 +1,22 @@
 """The hint of a failed check, chosen from every case's outcome rather than the first failing one.
 
 In this order, the first that applies:
-1. a crash: a hint about that exception (the check's own `error_hints`, then the general ones);
-   a module's parameter names or shapes: the case's own hint;
-2. precision: every difference is at float32's rounding level (or the result is float32);
-3. a cut or wrong gradient while the output agrees;
-4. the cases that fail are exactly those with one feature (`Case.tags`, `Check.tag_hints`);
-5. the check's own diagnosis over all outcomes (`Check.diagnose`: which wrong scale, which wrong
-   RMSNorm formula, ...), then the shown case's `diagnose(expected, got)`;
-6. squeezed size-1 axes; the case's shape hint; a transposition the check explains;
-7. the shown case's own hint.
+1. a crash: a hint about that exception (the check's own `error_hints`, then the general ones,
+   `.T` on the line that raised, an in-place change of a parameter in __init__); when only the
+   cases of one class fail (another dtype, the meta device, a larger size: `CLASSES`), that
+   class's hint; a module's parameter names or shapes: the case's own hint;
+2. what the case's `accept` found (the same formula with a constant outside its range);
+3. precision: a dtype that does not follow the input's, every difference at float32's rounding,
+   or only the low-precision cases differ;
+4. a cut, NaN or wrong gradient while the output agrees; only the cases of one class fail;
+5. the first call to another exercise whose plain arguments (a dim, a flag) differ from the
+   reference's: the evidence names the cause, and nothing below may contradict it;
+6. the cases that fail are exactly those with one feature (`Case.tags`, `Check.tag_hints`);
+7. the check's own diagnosis over the float64 outcomes (`Check.diagnose`: which wrong scale,
+   which wrong RMSNorm formula, ...), then arguments that trade places, then the shown case's
+   `diagnose(expected, got)`;
+8. squeezed size-1 axes; the case's shape hint; a transposition the check explains;
+9. the shown case's own hint.
 Notes under the hint add what is observed without naming a cause: the right numbers in the wrong
 places, and the first call to another exercise whose arguments leave the reference's ("where:").
 """
