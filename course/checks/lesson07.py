@@ -49,20 +49,63 @@ def _offset_is_linear(outputs) -> str | None:
     return None
 
 
+def _interleaved(angle: torch.Tensor) -> torch.Tensor:
+    """(L, d/2) angles -> (L, d): sin on the even channels, cos on the odd ones."""
+    return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(-2)
+
+
+ANGLE_CANDIDATES = [  # (hint, the angle of pair i at position pos, as a wrong formula)
+    (N_("the exponent lost its brackets: pos / base**2i / d_model computes base**2i first and "
+        "divides by d_model after; write pos / base**(2i / d_model)"),
+     lambda pos, two_i, d, base: pos / base ** two_i / d),
+    (N_("the exponent counts pairs, not channels: pair i needs base**(2i / d_model), not "
+        "base**(i / d_model)"), lambda pos, two_i, d, base: pos / base ** (two_i / 2 / d)),
+    (N_("pos is multiplied by base**(2i / d_model) instead of divided: the angle is "
+        "pos / base**(2i / d_model), slower and slower for later pairs"),
+     lambda pos, two_i, d, base: pos * base ** (two_i / d)),
+    (N_("positions count from 1 here: they start at 0, so PE[0] = [0, 1, 0, 1, ...]"),
+     lambda pos, two_i, d, base: (pos + 1) / base ** (two_i / d)),
+]
+
+
+def _angle_evidence(outcomes) -> str | None:
+    """The one wrong angle formula that gives the student's encoding in every case that differs."""
+    found = []
+    for outcome in outcomes:
+        if outcome.status != "differs" or not outcome.case.facts or outcome.key != "output":
+            continue
+        L, d, base = (outcome.case.facts[k] for k in ("L", "d_model", "base"))
+        found.append((L, d, base, outcome.got["output"].double()))
+    for hint, angle in ANGLE_CANDIDATES:
+        if found and all(got.shape == (L, d) and torch.allclose(_interleaved(angle(
+                torch.arange(L, dtype=torch.float64)[:, None],
+                torch.arange(0, d, 2, dtype=torch.float64), d, base)), got, rtol=1e-6, atol=1e-9)
+                for L, d, base, got in found):
+            return _(hint)
+    return None
+
+
+def _pe(L: int, d_model: int, base: float | None = None):
+    """The encoding of (L, d_model[, base]), with the facts a diagnosis needs."""
+    run = (lambda f: f(L, d_model)) if base is None else (lambda f: f(L, d_model, base=base))
+    return {"run": run, "facts": {"L": L, "d_model": d_model, "base": base or 10000.0}}
+
+
 check_sinusoidal_encoding = Check(
     id="07.sinusoidal_encoding",
     target="transformer:sinusoidal_encoding",
     lesson="07",
+    diagnose=_angle_evidence,
     cases=[
-        Case("one position (L=1), d_model=6", lambda f: f(1, 6), hint=SIN_COS_HINT,
+        Case("one position (L=1), d_model=6", **_pe(1, 6), hint=SIN_COS_HINT,
              shape_hint="the result is (L, d_model): here (1, 6)"),
-        Case("L=5, d_model=2: one pair, angle = pos", lambda f: f(5, 2),
+        Case("L=5, d_model=2: one pair, angle = pos", **_pe(5, 2),
              hint="with d_model=2 there is one pair and its angle is pos itself: "
                   "PE[pos] = [sin pos, cos pos], for pos = 0, 1, 2, ... " + SIN_COS_HINT),
-        Case("L=6, d_model=8", lambda f: f(6, 8), hint=FREQUENCY_HINT,
+        Case("L=6, d_model=8", **_pe(6, 8), hint=FREQUENCY_HINT,
              shape_hint="the result is (L, d_model): here (6, 8)"),
-        Case("L=50, d_model=16", lambda f: f(50, 16), hint=FREQUENCY_HINT),
-        Case("base=100: L=7, d_model=6", lambda f: f(7, 6, base=100.0),
+        Case("L=50, d_model=16", **_pe(50, 16), hint=FREQUENCY_HINT),
+        Case("base=100: L=7, d_model=6", **_pe(7, 6, 100.0),
              hint="use the `base` argument (10000 is only its default) in pos / base**(2i/d_model)"),
         Case("dtype=torch.float32: L=6, d_model=4", _encoding_dtype,
              hint="return the encoding in the `dtype` asked for (compute in float64, then .to(dtype))"),

@@ -26,14 +26,14 @@ MUTANTS = [
     Mutant("07.sinusoidal_encoding", F,
            "two_i = torch.arange(0, d_model, 2, dtype=torch.float64)",
            "two_i = torch.arange(0, d_model // 2, dtype=torch.float64)",
-           "the exponent is 2i/d_model, not i/d_model", "exponent i/d_model (pair index, no 2)"),
+           "the exponent counts pairs, not channels", "exponent i/d_model (pair index, no 2)"),
     Mutant("07.sinusoidal_encoding", F, ANGLE,
-           "angle = positions * base ** (two_i / d_model)", "ONE angle pos / base**(2i/d_model)",
+           "angle = positions * base ** (two_i / d_model)", "instead of divided",
            "multiplied by base**(2i/d) instead of divided"),
     Mutant("07.sinusoidal_encoding", F,
            "positions = torch.arange(L, dtype=torch.float64)[:, None]  # (L, 1)",
            "positions = torch.arange(1, L + 1, dtype=torch.float64)[:, None]  # (L, 1)",
-           "positions counting from 0", "positions counted from 1"),
+           "positions count from 1 here", "positions counted from 1"),
     Mutant("07.sinusoidal_encoding", F, ANGLE,
            "angle = positions / 10000.0 ** (two_i / d_model)", "use the `base` argument",
            "base hard-coded to 10000"),
@@ -275,5 +275,15 @@ MUTANTS += [
            exact=(
                'output shape (4, 8) as expected; max |expected - got| = 1.04 (tolerance 1e-09 + 1e-07*|expected|)',
                'hint: your CrossAttention calls split_heads with other arguments than the reference: `N_head` is 4, the reference passes 2. Pass what the reference passes',
+           )),
+]
+
+# the wrong angle formula named (a check's diagnosis of which formula the encoding matches)
+MUTANTS += [
+    Mutant('07.sinusoidal_encoding', 'transformer.py', 'angle = positions / base ** (two_i / d_model)  # (L, d_model/2)',
+           'angle = positions / base ** two_i / d_model  # (L, d_model/2)', "", "the exponent's brackets lost", kind='evidence',
+           exact=(
+               'output shape (5, 2) as expected; max |expected - got| = 1.67 (tolerance 1e-09 + 1e-07*|expected|)',
+               'hint: the exponent lost its brackets: pos / base**2i / d_model computes base**2i first and divides by d_model after; write pos / base**(2i / d_model)',
            )),
 ]
