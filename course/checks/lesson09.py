@@ -105,8 +105,8 @@ check_online_softmax = Check(
              tags=("blocks", "ragged", "masked")),
         Case("(1, 7) in blocks of 3: one row, 3 blocks", lambda f: f(randn(1, 7, seed=906), 3),
              hint="keep every axis: one row of 7 gives (1, 7)", tags=("blocks", "ragged")),
-        Case("float32 wide rows in blocks of 4: a float32 result",
-             lambda f: f(_wide_rows().float(), 4),
+        Case("float32 (3, 10) spread x 5 in blocks of 4: a float32 result",
+             lambda f: f(randn(3, 10, seed=902, scale=5.0).float(), 4),
              hint="compute in x's dtype: tensors you create (the running max and sum) take "
                   "dtype=x.dtype", tags=("blocks", "ragged", "float32")),
         Case("meta device: (3, 16) in blocks of 4, what you create follows x's device",
