@@ -9,9 +9,9 @@ too: the forward pass, what it leaves for the backward pass, and the backward pa
                                       (course.memory.LiveBytes): the predicted peak
     measure_call(fn, shapes, train)   run on the CPU under torch.profiler(profile_memory=True)
                                       and replay its allocation events: the measured peak
-    fit_need, solve_need              a need that is a polynomial in the size (quadratic for
-                                      naive attention, linear for tiles), from three
-                                      predictions, and the largest size that fits a card
+    fit_need, fit_line, solve_need    a need that is a polynomial in the size (quadratic for
+                                      naive attention, from three predictions; linear for
+                                      tiles, from two), and the largest size that fits a card
 
 Both return a `Measured`: `peak`, the highest bytes above the inputs (output included), and
 `held_after`, the bytes still allocated when the forward pass returns: the output, plus in
@@ -115,6 +115,14 @@ def fit_need(need: Callable[[int], float], sizes=(256, 512, 1024)) -> tuple[floa
     a = (slope_2 - slope_1) / (n2 - n0)
     b = slope_1 - a * (n0 + n1)
     return a, b, y0 - a * n0 ** 2 - b * n0
+
+
+def fit_line(need: Callable[[int], float], sizes=(384, 512)) -> tuple[float, float, float]:
+    """(0, b, d) with need(n) = b n + d through two sizes: for a need that is linear from some
+    size on (tiled attention, once a row spans three blocks), from two sizes past that point."""
+    (n0, n1), (y0, y1) = sizes, [need(n) for n in sizes]
+    slope = (y1 - y0) / (n1 - n0)
+    return 0.0, slope, y0 - slope * n0
 
 
 def solve_need(coefficients: tuple[float, float, float], capacity: float) -> int:

@@ -75,7 +75,8 @@ def tiled_attention_forward(q, k, v, bias=None, mask=None, block_q: int = 64, bl
     """
     # Hint: for each query block: m, l and an output accumulator; for each key block: the tile's
     # Hint: scores (your scaled_scores + tile(bias, rows, cols), masked to -inf), then the online
-    # Hint: update of m and l, and acc = acc * exp(m - m_new) + exp(scores - m_new) @ v_tile.
+    # Hint: update of m and l, and acc = acc * exp(m - m_new) + exp(scores - m_new) @ v_tile;
+    # Hint: then write acc / l and m + log(l) into the query block's rows of out and lse.
     raise NotImplementedError("lesson 09: write tiled_attention_forward in exercises/tiled.py")
 
 

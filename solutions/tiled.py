@@ -86,8 +86,9 @@ def tiled_attention_forward(q, k, v, bias=None, mask=None, block_q: int = 64, bl
     # BEGIN SOLUTION lesson 09
     # Hint: for each query block: m, l and an output accumulator; for each key block: the tile's
     # Hint: scores (your scaled_scores + tile(bias, rows, cols), masked to -inf), then the online
-    # Hint: update of m and l, and acc = acc * exp(m - m_new) + exp(scores - m_new) @ v_tile.
-    outputs, lses = [], []
+    # Hint: update of m and l, and acc = acc * exp(m - m_new) + exp(scores - m_new) @ v_tile;
+    # Hint: then write acc / l and m + log(l) into the query block's rows of out and lse.
+    out = lse = None
     for rows in key_blocks(q.shape[-2], block_q):
         q_tile = q[..., rows, :]
         m = l = acc = None
@@ -111,9 +112,14 @@ def tiled_attention_forward(q, k, v, bias=None, mask=None, block_q: int = 64, bl
                 acc = acc * rescale + p_v
             m = m_new
         # a query that saw no key has l = 0 and acc = 0: out 0, lse = log 0 = -inf
-        outputs.append(acc / l.masked_fill(l == 0, 1.0))
-        lses.append((m.masked_fill(m == float("-inf"), 0.0) + torch.log(l)).squeeze(-1))
-    return torch.cat(outputs, dim=-2), torch.cat(lses, dim=-1)
+        block_out = acc / l.masked_fill(l == 0, 1.0)
+        block_lse = (m.masked_fill(m == float("-inf"), 0.0) + torch.log(l)).squeeze(-1)
+        if out is None:  # the first block tells the shape of the (broadcast) leading axes
+            out = block_out.new_empty(*block_out.shape[:-2], q.shape[-2], block_out.shape[-1])
+            lse = block_lse.new_empty(*block_lse.shape[:-1], q.shape[-2])
+        out[..., rows, :] = block_out  # written once, block by block
+        lse[..., rows] = block_lse
+    return out, lse
     # END SOLUTION
 
 
