@@ -90,9 +90,10 @@ m, l = -math.inf, 0.0
 for start in (0, 2):
     block = row[start:start + 2]
     m_new = max(m, block.max().item())
-    l = l * math.exp(m - m_new) + torch.exp(block - m_new).sum().item()
-    print(f"after block {block.tolist()}: m = {m_new}, l = {l:.4f}"
-          f"   (old sum rescaled by exp({m} - {m_new}) = {math.exp(m - m_new):.4f})")
+    rescale = math.exp(m - m_new)  # exp(-inf) = 0 before the first block: nothing to rescale
+    l = l * rescale + torch.exp(block - m_new).sum().item()
+    print(f"after block {block.tolist()}: m = {m_new}, l = {l:.4f}   (the old sum was "
+          f"multiplied by {rescale:.4f})")
     m = m_new
 print("online:", torch.exp(row - m) / l)
 print("whole row at once:", torch.softmax(row, dim=-1))
@@ -350,11 +351,11 @@ print(f"sdpa     measured / predicted peak at L = 1024, inference: below 0.1: {s
 # %% [markdown]
 # For naive, chunked and tiled the bytes predicted from shapes are the bytes the CPU allocates,
 # in inference and in training. SDPA, as in lesson 05, runs PyTorch's fused CPU kernel, which
-# works in blocks and keeps far less than `meta`'s unfused prediction. Now the growth: doubling L
-# multiplies each peak by
-#
-# (measured; tiled stays below 2 because its tiles have a fixed size, while the output and the
-# logsumexp it keeps grow linearly, exactly ×2)
+# works in blocks and keeps far less than `meta`'s unfused prediction. Now the growth: by what
+# factor each measured peak, and what each keeps for training, grows when L doubles. Naive and
+# chunked: about 4, the L² of the scores. Tiled: little more than 1 at the peak, since its tiles
+# have a fixed size and only the output and the logsumexp grow with L; those, what it keeps for
+# training, exactly double.
 
 # %%
 print(f"{'method':8} {'mode':9} {'peak x, L 256->512':>19} {'512->1024':>10} {'kept x, 512->1024':>18}")
@@ -426,14 +427,16 @@ print(f"(at S = {check_S}, meta's kept bytes for tiled = output + logsumexp: "
       f"{kept == 300 * 8 * check_S * (8 + 1) * 4})")
 
 # %% [markdown]
-# Tiles move lesson 05's wall from about two thousand sequences to hundreds of thousands: what is
-# left is the inputs, the output and a few tiles, all linear in S. Chunking the columns did
+# Tiles move lesson 05's wall from one or two thousand sequences to tens of thousands on a 24 GB
+# card and a quarter of a million on an 80 GB one: what is left is the inputs, the output and a
+# few tiles, and only the tiles' fixed size is not linear in S. Chunking the columns did
 # almost as well for inference (lesson 05), and nothing for training; tiles do both, because the
 # backward pass recomputes instead of keeping.
 #
 # ## 6. Time, honestly
 #
-# Memory fell; did time? Best of 3 calls on this CPU, L = 512, the shapes above:
+# Memory fell; did time? Best of 2 calls on this CPU (after one untimed), L = 512, the shapes
+# above:
 
 # %% tags=["nbval-ignore-output"]
 from course.measure import best_time
@@ -450,8 +453,8 @@ def train_step(fn):
 seconds = {}
 for name in ("naive", "tiled", "sdpa"):
     with torch.no_grad():
-        forward = best_time(lambda: methods[name](*inputs), repeats=3)
-    seconds[name] = (forward, best_time(train_step(methods[name]), repeats=3))
+        forward = best_time(lambda: methods[name](*inputs), repeats=2)
+    seconds[name] = (forward, best_time(train_step(methods[name]), repeats=2))
     print(f"{name:6} forward {seconds[name][0] * 1e3:8.1f} ms   training step "
           f"{seconds[name][1] * 1e3:8.1f} ms")
 print(f"tiled / sdpa: forward x{seconds['tiled'][0] / seconds['sdpa'][0]:.1f}, "
@@ -538,7 +541,7 @@ few = 8
 row_inputs = make_tensors([(few, H, 300, c)] * 3 + [(H, 300, 300)])
 with torch.no_grad():
     for name, fn in [("naive", naive_rows), ("tiled", tiled_rows)]:
-        per_call = best_time(lambda: fn(*row_inputs), repeats=3)
+        per_call = best_time(lambda: fn(*row_inputs), repeats=1)
         print(f"{name:6}: {per_call * 1e3:7.1f} ms for S = {few}, about "
               f"{per_call * S / few:6.1f} s per layer at S = 5,120 on this CPU")
 
@@ -581,13 +584,13 @@ with torch.no_grad():
 # band along the diagonal, and your tiled attention with that mask computes it exactly, but it
 # still visits every tile, most of which the band does not touch. `sliding_window_attention`
 # (given in `exercises/tiled.py`, it calls your `tiled_attention_forward`) visits only the key
-# blocks that meet each query block's band, with the band's mask for that slice only. L = 2,048,
-# a window of 64, tiles of 64:
+# blocks that meet each query block's band, with the band's mask for that slice only. L = 1,024,
+# a window of 32, tiles of 64:
 
 # %%
 from exercises.tiled import band_mask, key_blocks, sliding_window_attention
 
-L, window, block = 2048, 64, 64
+L, window, block = 1024, 32, 64
 generator = torch.Generator().manual_seed(11)
 qw, kw, vw = (torch.randn(4, L, 16, generator=generator, dtype=torch.float64) for _ in range(3))
 band = band_mask(slice(0, L), slice(0, L), window)
@@ -614,7 +617,7 @@ with torch.no_grad():
     }
     for name, run in runs.items():
         print(f"{name:22}: peak {profile_bytes(run).peak / 1e6:6.2f} MB, "
-              f"{best_time(run, repeats=3) * 1e3:7.1f} ms")
+              f"{best_time(run, repeats=1, warmup=False) * 1e3:7.1f} ms")
 
 # %% [markdown]
 # The two routes combine: the window cuts the work from L² to about L · (block + 2w) scores, and
@@ -695,9 +698,10 @@ else:
 #   dS = P ∘ (dO Vᵀ − D) with D = rowsum(dO ∘ O), dQ = dS K / √c, dK = dSᵀ Q / √c, dbias = dS summed
 #   over broadcast axes (FlashAttention-2). Training keeps the output and one number per query.
 # - Memory, predicted from shapes and confirmed by the profiler, grows as L² for naive (and
-#   chunked) attention and linearly for tiles; lesson 05's wall moves from thousands of sequences
-#   to hundreds of thousands. The compute stays quadratic, and in pure PyTorch tiles are slower:
-#   the speed of FlashAttention comes from fusion in a kernel.
+#   chunked) attention and linearly for tiles; lesson 05's wall moves from one or two thousand
+#   sequences to tens of thousands (24 GB) or a quarter of a million (80 GB). The compute stays
+#   quadratic, and in pure PyTorch tiles are slower: the speed of FlashAttention comes from
+#   fusion in a kernel.
 # - OpenFold's `_lma` chunks differently (split then merge, large chunks, no backward of its
 #   own, masks as a −10⁹ bias) and equals your tiles on AlphaFold's row attention.
 # - Route two (a sliding window) combines with route one: skip the tiles outside the band.
