@@ -92,9 +92,9 @@ def test_the_forward_never_holds_a_score_matrix_and_training_keeps_out_and_lse()
 @pytest.mark.parametrize("train", [False, True])
 def test_prediction_on_meta_is_what_the_profiler_measures(train):
     fn = lambda q, k, v: tiled_attention(q, k, v, None, None, 32, 32)  # noqa: E731
-    for L in (64, 96):
-        predicted = predict_call(fn, [(2, 2, L, 8)] * 3, train=train)
-        measured = measure_call(fn, [(2, 2, L, 8)] * 3, train=train)
+    for length in (64, 96):
+        predicted = predict_call(fn, [(2, 2, length, 8)] * 3, train=train)
+        measured = measure_call(fn, [(2, 2, length, 8)] * 3, train=train)
         # a CPU run may allocate a few scalars more than meta sees (12 bytes here)
         assert predicted.peak == pytest.approx(measured.peak, rel=1e-3, abs=64)
         assert predicted.held_after == pytest.approx(measured.held_after, rel=1e-3, abs=64)
