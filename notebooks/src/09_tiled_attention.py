@@ -553,7 +553,8 @@ with torch.no_grad():
 # does not need O(n²) memory"), used when `use_lma` is set, which its documentation describes as
 # an inference setting. OpenFold cannot be installed from a package index (the `openfold` package
 # there fails to build, and `openfold3` is the AlphaFold 3 successor, with a large dependency
-# tree), so the course's test `tests/test_lesson09_openfold.py` re-states the algorithm of `_lma`
+# tree), so a test of the course's repository (`test_lesson09_openfold.py`, not part of the
+# student handout) re-states the algorithm of `_lma`
 # (read at commit ce0029e of aqlaboratory/openfold, September 2025), with the row attention
 # around it: queries divided by √c, the MSA mask as an additive bias 10⁹ (mask − 1), the pair bias
 # LayerNorm(z) → Linear(c_z, H), the gate and the output projection. On copied weights, in

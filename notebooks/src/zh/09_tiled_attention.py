@@ -414,10 +414,10 @@ with torch.no_grad():
         print(f"{name:6}: {per_call * 1e3:7.1f} ms for S = {few}, about "
               f"{per_call * S / few:6.1f} s per layer at S = 5,120 on this CPU")
 
-# %% [markdown] en="b052622570da"
+# %% [markdown] en="71d1a1095dfd"
 # ### OpenFold 的低内存注意力
 #
-# AlphaFold2 的开源重新实现 OpenFold 也走了路线一：`openfold/model/primitives.py` 中的 `_lma`（“low-memory attention”，依据 Rabe 与 Staats 2021，“Self-attention does not need O(n²) memory”），在设置 `use_lma` 时使用，它的文档把这项设置归为推理用途。OpenFold 无法从软件包索引安装（那里的 `openfold` 包构建失败，`openfold3` 是 AlphaFold 3 的后继实现，依赖繁多），所以课程的测试 `tests/test_lesson09_openfold.py` 重新表述了 `_lma` 的算法（读自 aqlaboratory/openfold 的提交 ce0029e，2025 年 9 月），连同它外围的行注意力：查询先除以 √c，MSA 掩码作为加性偏置 10⁹ (mask − 1)，pair bias 为 LayerNorm(z) → Linear(c_z, H)，以及门控和输出投影。在复制过来的权重上、float64 下，你的逐块行注意力与它相差不超过 1e-12，第 06 课的模块也一样。它的分块方式与 FlashAttention 的不同之处：
+# AlphaFold2 的开源重新实现 OpenFold 也走了路线一：`openfold/model/primitives.py` 中的 `_lma`（“low-memory attention”，依据 Rabe 与 Staats 2021，“Self-attention does not need O(n²) memory”），在设置 `use_lma` 时使用，它的文档把这项设置归为推理用途。OpenFold 无法从软件包索引安装（那里的 `openfold` 包构建失败，`openfold3` 是 AlphaFold 3 的后继实现，依赖繁多），所以课程仓库中的一个测试（`test_lesson09_openfold.py`，不在发给学生的材料里）重新表述了 `_lma` 的算法（读自 aqlaboratory/openfold 的提交 ce0029e，2025 年 9 月），连同它外围的行注意力：查询先除以 √c，MSA 掩码作为加性偏置 10⁹ (mask − 1)，pair bias 为 LayerNorm(z) → Linear(c_z, H)，以及门控和输出投影。在复制过来的权重上、float64 下，你的逐块行注意力与它相差不超过 1e-12，第 06 课的模块也一样。它的分块方式与 FlashAttention 的不同之处：
 #
 # - **先拆分，后合并。**对每个查询块，`_lma` 算出每个键块的最大值、指数和与加权的值，*全部保留*，最后再以其中最大的最大值为基准一次合并。FlashAttention 则把每一块立刻并入累计的 (m, l, acc)，不为任何块保留东西。
 # - **块的大小为内存而定，不为芯片而定。**默认是 1,024 个查询 × 4,096 个键。R = 300 时一块就装下整行，所以行注意力实际上没有分块；它在长轴上才起作用，例如 S = 5,120 时 extra MSA 的列。FlashAttention 的块（64–128）是按 GPU 片上存储的大小来定的。
