@@ -88,13 +88,13 @@ REGISTRY = [
     Entry("lesson07:similarity_explorer",
           N_("Position encodings (sinusoidal or RoPE): how similar positions i and j look, and why "
              "it depends on the distance i − j only")),
-    Entry("lesson09:tiles_explorer",
-          N_("Attention one tile at a time: the tiles of the score matrix as they are read, and "
-             "one row's running maximum and sum (the online softmax)")),
     Entry("lesson08:sink_explorer",
           N_("The attention sink: how much attention lands on the first token, layer by layer, in "
              "tiny language models with and without the gate"),
           arguments=_shipped_metrics),
+    Entry("lesson09:tiles_explorer",
+          N_("Attention one tile at a time: the tiles of the score matrix as they are read, and "
+             "one row's running maximum and sum (the online softmax)")),
 ]
 
 
