@@ -132,10 +132,10 @@ from exercises.softmax import stable_softmax
 
 wide_rows = [[-800.0, 0.0, 800.0], [-30.0, 0.0, 10.0], [1000.0, 1001.0, 1002.0],
              [-1000.0, -999.0, 1000.0]]
-for dtype in (torch.float64, torch.float32):
+for dtype, tolerance in [(torch.float64, 1e-12), (torch.float32, 1e-6)]:
     x = torch.tensor(wide_rows, dtype=dtype)
     gap = (online_softmax(x, 2) - stable_softmax(x, dim=-1)).abs().max().item()
-    print(f"{str(dtype):14}: max |online - stable| = {gap:.1e}, "
+    print(f"{str(dtype):14}: max |online - stable| below {tolerance:g}: {gap < tolerance}, "
           f"result dtype {online_softmax(x, 2).dtype}")
 
 # %% [markdown]
@@ -201,8 +201,7 @@ mask[0, :, 0] = False   # sequence 0, query 0: sees nothing
 out, lse = tiled_attention_forward(q, k, v, pair_bias, mask, block_q=16, block_k=12)
 reference = scaled_dot_product_attention(q, k, v, bias=pair_bias, mask=mask)
 scores = (q @ k.transpose(-2, -1) / math.sqrt(8) + pair_bias).masked_fill(~mask, -math.inf)
-print("max |tiled - lesson 02|:", f"{(out - reference).abs().max().item():.1e}",
-      "  below 1e-12:", (out - reference).abs().max().item() < 1e-12)
+print("max |tiled - lesson 02| below 1e-12:", (out - reference).abs().max().item() < 1e-12)
 print("lse equals torch.logsumexp of the scores:",
       torch.allclose(lse, torch.logsumexp(scores, dim=-1), rtol=0, atol=1e-12))
 print("the blind query: output", out[0, 0, 0, :3].tolist(), " lse", lse[0, :, 0].tolist())
@@ -282,8 +281,7 @@ tiled_grads = gradients(lambda *t: tiled_attention(*t, mask, 16, 12), q, k, v, p
 naive_grads = gradients(lambda *t: scaled_dot_product_attention(*t[:3], bias=t[3], mask=mask),
                         q, k, v, pair_bias, loss_weights)
 for name, mine, theirs in zip(["dq", "dk", "dv", "dbias"], tiled_grads, naive_grads):
-    print(f"{name:6} shape {str(tuple(mine.shape)):15} max |tiled - autograd| = "
-          f"{(mine - theirs).abs().max().item():.1e}   below 1e-12: "
+    print(f"{name:6} shape {str(tuple(mine.shape)):15} max |tiled - autograd| below 1e-12: "
           f"{(mine - theirs).abs().max().item() < 1e-12}")
 small = [t[:1, :1, :6, :3].clone().requires_grad_(True) for t in (q, k, v)]
 small_bias = pair_bias[:1, :6, :6].clone().requires_grad_(True)
@@ -351,18 +349,20 @@ print(f"sdpa     measured / predicted peak at L = 1024, inference: below 0.1: {s
 # %% [markdown]
 # For naive, chunked and tiled the bytes predicted from shapes are the bytes the CPU allocates,
 # in inference and in training. SDPA, as in lesson 05, runs PyTorch's fused CPU kernel, which
-# works in blocks and keeps far less than `meta`'s unfused prediction. Now the growth: by what
-# factor each measured peak, and what each keeps for training, grows when L doubles. Naive and
+# works in blocks and keeps far less than `meta`'s unfused prediction (and what it allocates
+# depends on the machine, its threads among them). Now the growth: by what factor each peak, and
+# what each keeps for training, grows when L doubles (predicted, which the profiler confirmed
+# above, so the figures are the same on every machine). Naive and
 # chunked: about 4, the L² of the scores. Tiled: little more than 1 at the peak, since its tiles
 # have a fixed size and only the output and the logsumexp grow with L; those, what it keeps for
 # training, exactly double.
 
 # %%
 print(f"{'method':8} {'mode':9} {'peak x, L 256->512':>19} {'512->1024':>10} {'kept x, 512->1024':>18}")
-for name in methods:
+for name in ["naive", "chunked", "tiled"]:  # predicted: the same bytes on every machine
     for train in (False, True):
-        peaks = [memory[name, train, L][1].peak for L in lengths]
-        kept = [memory[name, train, L][1].held_after for L in lengths]
+        peaks = [memory[name, train, L][0].peak for L in lengths]
+        kept = [memory[name, train, L][0].held_after for L in lengths]
         print(f"{name:8} {'training' if train else 'inference':9} {peaks[1] / peaks[0]:>19.2f} "
               f"{peaks[2] / peaks[1]:>10.2f} {kept[2] / kept[1]:>18.2f}")
 
@@ -599,8 +599,8 @@ band = band_mask(slice(0, L), slice(0, L), window)
 skipping, visited = sliding_window_attention(qw, kw, vw, window, block)
 every_tile, _lse = tiled_attention_forward(qw, kw, vw, mask=band, block_q=block, block_k=block)
 all_tiles = len(key_blocks(L, block)) ** 2
-print(f"max |skipping tiles - every tile with the band mask| = "
-      f"{(skipping - every_tile).abs().max().item():.1e}")
+print(f"max |skipping tiles - every tile with the band mask| below 1e-12: "
+      f"{(skipping - every_tile).abs().max().item() < 1e-12}")
 print(f"tiles computed: {visited} of {all_tiles} ({visited / all_tiles:.1%}); "
       f"scores computed: {visited * block * block:,} instead of {L * L:,}; "
       f"keys each query sees: at most {2 * window + 1}")
