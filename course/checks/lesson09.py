@@ -349,7 +349,9 @@ def _gradcheck(f):
     mask = _blind_rows_mask(3, 5, seed=3)
     inputs = [t.clone().requires_grad_(True) for t in (q, k, v, bias)]
     with torch.enable_grad():
-        ok = torch.autograd.gradcheck(lambda *t: f(*t, mask, 2, 3), inputs,
+        # gradcheck perturbs its inputs in place: pass copies, so that each call's arguments
+        # (recorded for the stand-ins) stay as they were at that call
+        ok = torch.autograd.gradcheck(lambda *t: f(*(x.clone() for x in t), mask, 2, 3), inputs,
                                       raise_exception=False)
     return {"gradcheck": torch.tensor(bool(ok))}
 
@@ -402,7 +404,7 @@ check_tiled_backward = Check(
     id="09.tiled_backward",
     target="tiled:tiled_attention",
     lesson="09",
-    uses=(check_tiled_forward, check_scaled_scores),
+    uses=(check_tiled_forward,),  # and through it 01.scaled_scores, which backward calls too
     diagnose=_backward_evidence,
     error_hints=(("RuntimeError", r"function \w*Backward returned an incorrect number of gradients",
                   "backward returns one gradient per input of forward (after ctx): dq, dk, dv, "
