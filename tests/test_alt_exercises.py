@@ -17,7 +17,7 @@ from course.workspace import solutions_workspace
 from tests.notebook_runs import NOTEBOOKS, run_nbval
 
 ALT = ROOT / "tests" / "alt_exercises"
-LESSONS = ("00", "01", "02", "03", "04", "05", "06", "07")
+LESSONS = ("00", "01", "02", "03", "04", "05", "06", "07", "09")
 PACKAGE = "alt_exercises_under_test"
 
 

@@ -52,19 +52,19 @@ def test_no_source_is_pending():
 
 def test_a_message_of_a_pending_source_waits_and_one_also_used_elsewhere_does_not(tmp_path,
                                                                                   monkeypatch):
-    """The mechanism for a new lesson (here a lesson 09's widget) whose sources wait for their
+    """The mechanism for a new lesson (here a lesson 99's widget) whose sources wait for their
     translation."""
-    monkeypatch.setattr("course.messages.PENDING", ("course/widgets/lesson09.py",))
+    monkeypatch.setattr("course.messages.PENDING", ("course/widgets/lesson99.py",))
     root = scratch_catalog(tmp_path)
-    widget, report = root / "course" / "widgets" / "lesson09.py", root / "course" / "env_report.py"
-    widget.write_text('from course.i18n import _\n_("only in lesson 09")\n'
-                      '_("in lesson 09 and the report")\n')
-    report.write_text(report.read_text() + '\n_("in lesson 09 and the report")\n')
+    widget, report = root / "course" / "widgets" / "lesson99.py", root / "course" / "env_report.py"
+    widget.write_text('from course.i18n import _\n_("only in lesson 99")\n'
+                      '_("in lesson 99 and the report")\n')
+    report.write_text(report.read_text() + '\n_("in lesson 99 and the report")\n')
     found = problems(root)
     assert found == ["message not in the catalog yet (course/env_report.py): "
-                     "'in lesson 09 and the report': run `make messages`"], found
-    assert [m.id for m in extract(root, pending=True) if m.id] == ["only in lesson 09"]
-    assert update(root) is True and extract(root).get("only in lesson 09") is None
+                     "'in lesson 99 and the report': run `make messages`"], found
+    assert [m.id for m in extract(root, pending=True) if m.id] == ["only in lesson 99"]
+    assert update(root) is True and extract(root).get("only in lesson 99") is None
 
 
 def test_the_checks_hints_written_as_plain_strings_are_in_the_catalog():

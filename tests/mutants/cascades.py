@@ -105,4 +105,20 @@ CASCADES = [
         "this check also runs your MultiHeadAttention's lesson 06 part, which fails 06.gate: fix that first.",
         'It could not be tried on its own: what 06.gate checks sits in code no stand-in can replace (a constructor, or forward itself), and this exercise runs that code too.',
     ), "the gate's sigmoid missing", isolate=True),
+    # lesson 09: the tiled forward calls scaled_scores; the backward calls both
+    Cascade('09.tiled_forward', (SCORE,), (
+        'BLOCKED 09.tiled_forward by 01.scaled_scores:',
+        'your tiled_attention_forward calls your scaled_scores, which fails 01.scaled_scores: fix that first.',
+        'On its own, your tiled_attention_forward is right: with the reference scaled_scores in place of yours, all 15 cases pass.',
+    ), 'scaled_scores unscaled, in every tile'),
+    Cascade('09.tiled_backward', (SCORE,), (
+        'BLOCKED 09.tiled_backward by 01.scaled_scores:',
+        'your tiled_attention calls your tiled_attention_forward, and through it your scaled_scores, which fails 01.scaled_scores: fix that first.',
+        'On its own, your tiled_attention is right: with the reference scaled_scores, tiled_attention_forward in place of yours, all 12 cases pass.',
+    ), 'scaled_scores unscaled, forward and backward'),
+    Cascade('09.tiled_backward', (('tiled.py', 'acc = acc * rescale + p_v', 'acc = acc + p_v'),), (
+        'BLOCKED 09.tiled_backward by 09.tiled_forward:',
+        'your tiled_attention calls your tiled_attention_forward, which fails 09.tiled_forward: fix that first.',
+        'On its own, your tiled_attention is right: with the reference tiled_attention_forward in place of yours, all 12 cases pass.',
+    ), 'the forward forgets to rescale its output accumulator'),
 ]
