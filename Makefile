@@ -1,8 +1,10 @@
 # The course's commands. `make lab` and `make test` set up everything they need from nothing.
 PYTHON ?= python3
 # TORCH=cpu: PyTorch's CPU-only build from PyTorch's own index (pip's default on Linux is the
-# CUDA build, several GB); see scripts/setup_venv.sh
+# CUDA build, several GB); INSTALLER=pip or uv (default: uv where it is or can be installed, pip
+# otherwise); see scripts/setup_venv.sh
 TORCH  ?=
+INSTALLER ?=
 ifeq ($(CONDA_DEFAULT_ENV),attention-course)
 # inside `conda activate attention-course` (environment.yml) the commands use that environment
 VENV   := $(CONDA_PREFIX)
@@ -30,9 +32,13 @@ ZH := $(if $(filter zh%,$(COURSE_LANG)),zh)
 # `LANG=zh` is no locale: the commands it starts get a real one
 LOCALE := $(if $(filter command line,$(origin LANG)),LANG=C.UTF-8 )
 
-.PHONY: lab test system-packages venv check playground notebooks stubs reference grade grade-merge handout screenshots lock clean messages
+.PHONY: lab test system-packages venv check playground notebooks stubs reference grade grade-merge collect handback handout screenshots lock clean messages
 
+# The lessons' stored outputs are the course's own (executed against the reference code): trusting them lets
+# JupyterLab draw each widget from its stored state before its cell runs (untrusted, it shows a
+# line asking to run the cell). Trust is kept in Jupyter's data folder, by content.
 lab: $(STAMP)
+	@$(BIN)/jupyter trust notebooks/[0-9][0-9]_*.ipynb notebooks/zh/[0-9][0-9]_*.ipynb >/dev/null
 	$(LOCALE)$(if $(ZH),COURSE_LANG=zh_CN )$(BIN)/jupyter lab --ServerApp.root_dir=$(CURDIR) $(ROOT_FLAG) $(LAB_ARGS) notebooks/$(if $(ZH),zh/)00_start_here.ipynb
 
 test: $(STAMP) system-packages
@@ -45,7 +51,7 @@ system-packages:
 venv: $(STAMP)
 
 $(STAMP): requirements.txt scripts/setup_venv.sh
-	PYTHON=$(PYTHON) TORCH=$(TORCH) bash scripts/setup_venv.sh $(VENV)
+	PYTHON=$(PYTHON) TORCH=$(TORCH) INSTALLER=$(INSTALLER) bash scripts/setup_venv.sh $(VENV)
 	touch $@
 
 # A table of every exercise: PASS, FAIL, BLOCKED (by a failing exercise it calls) or TODO, then
@@ -79,40 +85,65 @@ stubs: $(STAMP)
 reference: $(STAMP)
 	$(BIN)/python -m course.reference --record $(ONLY)
 
-# Grade a class: every subfolder of SUBMISSIONS is one student's exercises/ (or course copy).
+# Grade a class: every subfolder of SUBMISSIONS is one student's exercises/ (or course copy). The
+# class lives beside the course (SUBMISSIONS, OUT, ROSTER, SEED_FILE outside it, e.g. ../class/).
 # Optional: JOBS=2 (students in parallel), LESSONS=00-02 (a subset), FULL=1 (every notebook cell
 # under strict nbval, slow), UNSAFE=1 (no bubblewrap sandbox; every report says so),
-# STUDENTS="ada bob" (regrade those folders into an existing OUT), SHARD=K/N (a share of the
-# class, into its own OUT), ROSTER=roster.csv and PER_LESSON=1 (LMS files), SEED_FILE=<file>.
-# Into an OUT that holds a class, it grades what OUT lacks (a stopped run resumes).
-# See docs/instructors.md.
+# STUDENTS="ada bob" (regrade those folders into an existing OUT; one name per line for names
+# with spaces) or STUDENTS_FILE=<file> (one name per line), SHARD=K/N (a share of the class, into
+# its own OUT), ROSTER=roster.csv (LMS files; OUT keeps it), PER_LESSON=1 (LMS files per lesson,
+# PER_LESSON=0 turns them off), SEED_FILE=<file>. Into an OUT that holds a class, it grades what
+# OUT lacks (a stopped run resumes), as OUT's class was graded (its lessons, points and limits).
+# STUDENTS reaches the grader through the environment, whole. See docs/instructors.md.
 grade: $(STAMP)
 	@if [ -z "$(strip $(SUBMISSIONS))" ] || [ -z "$(strip $(OUT))" ]; then \
-	  echo "usage: make grade SUBMISSIONS=<dir> OUT=<dir> [JOBS=n] [LESSONS=00-02] [FULL=1] [STUDENTS=\"ada bob\"] [SHARD=K/N] [ROSTER=roster.csv [PER_LESSON=1]] [SEED_FILE=<file>]" >&2; exit 2; fi
-	$(BIN)/python -m course.grading --submissions "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(LESSONS),--lessons $(LESSONS)) $(if $(FULL),--full) $(if $(UNSAFE),--unsafe-no-sandbox) $(if $(STUDENTS),--students $(STUDENTS)) $(if $(SHARD),--shard $(SHARD)) $(if $(ROSTER),--roster "$(ROSTER)") $(if $(PER_LESSON),--per-lesson) $(if $(SEED_FILE),--seed-file "$(SEED_FILE)")
+	  echo "usage: make grade SUBMISSIONS=<dir> OUT=<dir> [JOBS=n] [LESSONS=00-02] [FULL=1] [STUDENTS=\"ada bob\"] [STUDENTS_FILE=<file>] [SHARD=K/N] [ROSTER=roster.csv] [PER_LESSON=1] [SEED_FILE=<file>]" >&2; exit 2; fi
+	$(BIN)/python -m course.grading --submissions "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(LESSONS),--lessons $(LESSONS)) $(if $(FULL),--full) $(if $(UNSAFE),--unsafe-no-sandbox) $(if $(STUDENTS),--students "$$STUDENTS") $(if $(STUDENTS_FILE),--students-file "$(STUDENTS_FILE)") $(if $(SHARD),--shard $(SHARD)) $(if $(ROSTER),--roster "$(ROSTER)") $(if $(filter 1 yes true,$(PER_LESSON)),--per-lesson)$(if $(filter 0 no false,$(PER_LESSON)),--no-per-lesson) $(if $(SEED_FILE),--seed-file "$(SEED_FILE)")
 
 # Merge the OUT folders of a class graded in shards (make grade ... SHARD=K/N) into one OUT:
 # the gradebook, reports and feedback of one run. Optional: ROSTER=roster.csv (Canvas and Moodle
-# files in OUT/lms/), PER_LESSON=1 (one LMS column per lesson). See docs/instructors.md.
+# files in OUT/lms/; else the roster the parts keep), PER_LESSON=1 (LMS files per lesson).
+# See docs/instructors.md.
 grade-merge: $(STAMP)
 	@if [ -z "$(strip $(PARTS))" ] || [ -z "$(strip $(OUT))" ]; then \
 	  echo "usage: make grade-merge PARTS=\"OUT1 OUT2 ...\" OUT=<dir> [ROSTER=roster.csv] [PER_LESSON=1]" >&2; exit 2; fi
-	$(BIN)/python -m course.grading merge --parts $(PARTS) --out "$(OUT)" $(if $(ROSTER),--roster "$(ROSTER)") $(if $(PER_LESSON),--per-lesson)
+	$(BIN)/python -m course.grading merge --parts $(PARTS) --out "$(OUT)" $(if $(ROSTER),--roster "$(ROSTER)") $(if $(filter 1 yes true,$(PER_LESSON)),--per-lesson)$(if $(filter 0 no false,$(PER_LESSON)),--no-per-lesson)
+
+# Turn an LMS's bulk download of the submissions (Canvas's or Moodle's "Download all
+# submissions" zip, or its unpacked folder) into one folder per student for make grade.
+# See docs/instructors.md.
+collect: $(STAMP)
+	@if [ -z "$(strip $(FROM))" ] || [ -z "$(strip $(SUBMISSIONS))" ]; then \
+	  echo "usage: make collect FROM=<download.zip> SUBMISSIONS=<dir> [ROSTER=roster.csv]" >&2; exit 2; fi
+	$(BIN)/python -m course.grading collect --from "$(FROM)" --submissions "$(SUBMISSIONS)" $(if $(ROSTER),--roster "$(ROSTER)")
+
+# The feedback of a graded OUT as the zip each LMS takes in bulk (OUT/handback/): Canvas's
+# "Re-upload submissions", Moodle's "Upload multiple feedback files in a zip", and one file per
+# student folder otherwise. SUBMISSIONS: the folder make collect made. See docs/instructors.md.
+handback: $(STAMP)
+	@if [ -z "$(strip $(OUT))" ]; then \
+	  echo "usage: make handback OUT=<dir> [SUBMISSIONS=<dir>]" >&2; exit 2; fi
+	$(BIN)/python -m course.grading handback --out "$(OUT)" $(if $(SUBMISSIONS),--submissions "$(SUBMISSIONS)")
 
 # The student release: the course without solutions/, checks working from recorded results.
+# LANG=zh: exercises/ (docstrings, hints, stub messages) and README.md in Chinese.
 handout: $(STAMP)
-	$(BIN)/python -m course.handout --out "$(OUT)"
+	$(BIN)/python -m course.handout --out "$(OUT)"$(if $(ZH), --lang zh)
 
 # Screenshots of every widget in a real browser, for the README.
 screenshots: $(STAMP)
 	$(BIN)/python -m tests.browser --screenshots docs/screenshots
 	$(BIN)/python -m tests.browser --playground --screenshots docs/screenshots
 
-# Re-pin requirements.txt from requirements.in in a scratch environment.
-lock:
-	rm -rf build/lock && $(PYTHON) -m venv build/lock
-	build/lock/bin/pip install -q -r requirements.in
-	build/lock/bin/pip freeze | sed 's/+cpu$$//' > requirements.txt
+# Re-pin requirements.txt from requirements.in: one universal lock (uv), with environment markers
+# where a Python (3.10 is the oldest the course supports) or a platform needs another version.
+# The pins in requirements.txt are kept where they still fit; UPGRADE=1 takes the newest releases.
+# PyTorch's CUDA libraries stay out (requirements-excludes.txt). Reads PyPI only, never a local
+# mirror, so the lock is what any machine can install.
+LOCK_PYTHON := 3.10
+lock: $(STAMP)
+	$(or $(wildcard $(BIN)/uv),uv) pip compile --universal --python-version $(LOCK_PYTHON) --excludes requirements-excludes.txt \
+	  --custom-compile-command "make lock" --quiet $(if $(UPGRADE),--upgrade) requirements.in -o requirements.txt
 
 clean:
 	rm -rf .venv .venv.lock build .pytest_cache  # never a conda environment

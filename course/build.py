@@ -12,10 +12,18 @@ notebooks/src/zh/NN_topic.py -> notebooks/zh/NN_topic.ipynb, run from notebooks/
 Each notebook runs in a scratch copy of the course whose exercises are the solutions, so the
 committed outputs are those of a correct implementation. Timing metadata is dropped so a rebuild
 without changes leaves the files as they were.
+
+The widgets' state is kept (nbclient records it), so JupyterLab draws each widget, controls and
+figure, as soon as a trusted notebook opens (`make lab` trusts the lessons); its controls answer
+once the cell has run. Untrusted, or where widgets cannot show, the output reads WIDGET_TEXT. The state's
+random model ids are renumbered, so a rebuild changes the state only where a widget shows
+something else (a progress bar's timing, say).
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import sys
 import tempfile
 import time
@@ -26,6 +34,7 @@ import nbformat
 from nbclient import NotebookClient
 
 from course import ROOT
+from course.i18n import N_, normalise, translations
 from course.workspace import solutions_workspace
 
 SOURCES = ROOT / "notebooks" / "src"
@@ -57,14 +66,34 @@ def notebook_metadata(lang: str = "en") -> dict:
 
 
 HEADER = SOURCES / "_header.py"  # cells put at the top of every lesson (the Colab set-up)
+# The one line of the Colab cell a learner sees (its `# @title`: Colab shows a form cell's title,
+# JupyterLab a hidden cell's first line), in the edition's language
+COLAB_TITLE = N_("On Google Colab, this cell fetches the course. Elsewhere it does nothing.")
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+# what a front end without widgets (a plain-text view) shows instead of `VBox(children=...)`
+WIDGET_TEXT = N_("[an interactive widget: run this cell to show it]")
+
+
+def translate(message: str, lang: str) -> str:
+    return translations(normalise(lang)).gettext(message)
+
+
+def header_cells(lang: str = "en") -> list[nbformat.NotebookNode]:
+    """The cells of _header.py, their title line in `lang` (both editions share the code: it is
+    machinery, and course.repository rewrites its URL in one place)."""
+    cells = jupytext.read(HEADER).cells
+    for cell in cells:
+        cell.source = cell.source.replace(f"# @title {COLAB_TITLE}",
+                                          f"# @title {translate(COLAB_TITLE, lang)}", 1)
+    return cells
 
 
 def read_source(path: Path) -> nbformat.NotebookNode:
     notebook = jupytext.read(path)
-    # right under the title, so the lesson still opens with its heading (both editions share
-    # the Colab cell: it is machinery, and course.repository rewrites its URL in one place)
+    # right under the title, so the lesson still opens with its heading
     title = 1 if notebook.cells and notebook.cells[0].cell_type == "markdown" else 0
-    notebook.cells[title:title] = jupytext.read(HEADER).cells
+    notebook.cells[title:title] = header_cells(language_of(path))
     notebook.metadata = notebook_metadata(language_of(path))
     for cell in notebook.cells:
         cell.metadata.pop("lines_to_next_cell", None)
@@ -73,13 +102,34 @@ def read_source(path: Path) -> nbformat.NotebookNode:
 
 
 def clean(notebook: nbformat.NotebookNode, lang: str = "en") -> nbformat.NotebookNode:
-    """Drop what changes from run to run without meaning anything (timings, ids of widgets' views)."""
+    """Drop what changes from run to run without meaning anything (timings, random widget ids)."""
+    widgets = notebook.metadata.get("widgets")
     notebook.metadata = notebook_metadata(lang)
+    if widgets:
+        notebook.metadata["widgets"] = widgets
     for index, cell in enumerate(notebook.cells):
         cell.id = f"cell-{index:03d}"
         cell.metadata.pop("execution", None)
+        for output in cell.get("outputs", []):
+            if WIDGET_VIEW in output.get("data", {}):
+                output.data["text/plain"] = translate(WIDGET_TEXT, lang)
+    notebook = renumber_widgets(notebook)
     nbformat.validate(notebook)
     return notebook
+
+
+def renumber_widgets(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:
+    """The kernel's random widget model ids (uuid4 hex) replaced by ids made from the notebook's
+    title and each model's place in the stored state, everywhere they occur (outputs, state)."""
+    state = notebook.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    if not state:
+        return notebook
+    title = notebook.cells[0].source if notebook.cells else ""
+    text = json.dumps(notebook)
+    for index, model_id in enumerate(list(state)):
+        stable = hashlib.sha256(f"{title}\n{index}".encode()).hexdigest()[:32]
+        text = text.replace(model_id, stable)
+    return nbformat.from_dict(json.loads(text))
 
 
 def execute(notebook: nbformat.NotebookNode, workdir: Path, timeout: int = 300):

@@ -3,6 +3,7 @@
     python -m course.drift                  # what is out of date: cells, READMEs, messages (exit 1 if so)
     python -m course.drift --old            # ... with the English each stale cell or section translated
     python -m course.drift --skeleton 08    # start notebooks/src/zh/08_*.py from the English source
+    python -m course.drift --count          # the edition's size: Han characters per part
 
 Each cell of a Chinese source (notebooks/src/zh/NN_topic.py) names the English cell it translates
 by a hash of that cell's text, in its jupytext header: `# %% [markdown] en="3f2a9c1b0d4e"`. The
@@ -37,6 +38,7 @@ from pathlib import Path
 import jupytext
 
 from course import ROOT
+from course.zh_numbers import problems as number_problems
 
 # English lessons not translated yet (their two-digit numbers, e.g. {"09"} while a new lesson waits
 # for its Chinese source); empty: every lesson is translated
@@ -116,6 +118,9 @@ def pair_problems(pair: Pair, root: Path = ROOT) -> list[str]:
         if en.cell_type == "code" and not (same_code and tags(en) == tags(zh)):
             found.append(f"{zh_name} cell {j}: its code or tags differ from {en_name} cell {i} "
                          f"(only comments may differ): copy the English code")
+        elif en.cell_type == "markdown":
+            found += number_problems(zh.source, en.source, f"{zh_name} cell {j}",
+                                     f"English cell {i}", root)
     return found
 
 
@@ -211,11 +216,16 @@ def readme_problems(root: Path = ROOT) -> list[str]:
         if unmarked:
             found += unmarked
             continue
-        found += alignment_problems(
+        stale, equal = alignment_problems(
             "section",
             Side(english.as_posix(), [s.hash for s in en_sections], [repr(s.heading) for s in en_sections]),
             Side(chinese.as_posix(), [s.en for s in zh_sections], [repr(s.heading) for s in zh_sections]),
-        )[0]
+        )
+        found += stale
+        for i, j in equal:
+            found += number_problems(zh_sections[j].text, en_sections[i].text,
+                                     f"{chinese} section {j} {zh_sections[j].heading!r}",
+                                     f"English section {i} of {english}", root)
     return found
 
 
@@ -319,13 +329,43 @@ def without_header(text: str) -> str:
     return text
 
 
+HAN = re.compile(r"[\u4e00-\u9fff]")  # CJK unified ideographs: what "Chinese characters" counts
+
+
+def edition_size(root: Path = ROOT) -> list[tuple[str, int]]:
+    """(part, Han characters) of the Chinese edition: each lesson's markdown, the lessons' code
+    comments, the READMEs, docs/zh/ and the catalog's translations; the total last."""
+    from course.glossary import catalog_texts
+
+    rows, comments = [], 0
+    for path in sorted((root / ZH).glob("*.py")):
+        cells = jupytext.read(path).cells
+        rows.append((f"{ZH.as_posix()}/{path.name} (markdown)",
+                     sum(len(HAN.findall(c.source)) for c in cells if c.cell_type == "markdown")))
+        comments += sum(len(HAN.findall(c.source)) for c in cells if c.cell_type == "code")
+    rows.append((f"{ZH.as_posix()}/*.py (code comments)", comments))
+    for _english, chinese in READMES:
+        if (root / chinese).exists():
+            rows.append((chinese.as_posix(), len(HAN.findall((root / chinese).read_text()))))
+    rows.append(("docs/zh/*.md", sum(len(HAN.findall(p.read_text()))
+                                      for p in sorted((root / "docs" / "zh").glob("*.md")))))
+    rows.append(("course/locale/zh_CN/LC_MESSAGES/course.po (msgstr)",
+                 sum(len(HAN.findall(t.text)) for t in catalog_texts(root))))
+    return rows + [("total", sum(n for _part, n in rows))]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="what of the Chinese edition is out of date")
     parser.add_argument("--root", type=Path, default=ROOT, help="the course to check (default: this one)")
     parser.add_argument("--old", action="store_true", help="show what each stale cell's English was")
     parser.add_argument("--skeleton", metavar="LESSON", help="write notebooks/src/zh/LESSON*.py to translate")
+    parser.add_argument("--count", action="store_true", help="the edition's size: Han characters per part")
     args = parser.parse_args(argv)
     root = args.root.resolve()
+    if args.count:
+        for part, n in edition_size(root):
+            print(f"{n:>8,}  {part}")
+        return 0
     if args.skeleton:
         english = sorted((root / "notebooks" / "src").glob(f"{args.skeleton}*.py"))
         if len(english) != 1:

@@ -1,8 +1,9 @@
 """Lesson 05's GPU blow-up kept as data: runs on real cards, shown beside the prediction from shapes.
 
 A record is one JSON object: the card (name, total memory), the software (torch, CUDA), the
-shapes (R, H, c, float32), how S grew (S_start, factor, time budget), where the numbers come from
-(`source`), and per method the fields of `course.memory.BlowUp` (the sizes that ran, the peak
+shapes (R, H, c, float32), how S grew (S_start, factor) and what stopped it on time (`budget_s`, the
+seconds all methods share, or, in a run made before that budget, `step_limit_s`, the longest one
+size might take), what was run and where (`source`; the date is `recorded`), and per method the fields of `course.memory.BlowUp` (the sizes that ran, the peak
 bytes above the inputs at each, seconds, the size that ran out of memory, why it stopped).
 
     measure(...)      runs `blow_up_cuda` on this machine's card and returns its record
@@ -25,6 +26,7 @@ from pathlib import Path
 import torch
 
 from course import ROOT
+from course.i18n import _
 from course.memory import (GB, GPU_DEMO_BUDGET_S, BlowUp, blow_up_cuda, input_bytes, need_quadratic,
                            predict_peak_bytes)
 
@@ -103,19 +105,35 @@ def rows(record: dict) -> list[dict]:
     return table
 
 
+def growth(record: dict) -> str:
+    """How S grew and what stopped it on time."""
+    if record.get("budget_s"):
+        limit = _("the methods shared a budget of {seconds:g} s").format(seconds=record["budget_s"])
+    elif record.get("step_limit_s"):
+        limit = _("one size took more than {seconds:g} s (no total budget)").format(
+            seconds=record["step_limit_s"])
+    else:
+        limit = _("no time limit")
+    return _("S grown by x{factor:.4g} from {start} until out of memory or out of time: "
+             "{limit}").format(factor=record["factor"], start=record["S_start"], limit=limit)
+
+
 def print_table(record: dict) -> None:
     print(header(record))
-    print(f"recorded {record['recorded']}: {record['source']}")
-    print(f"{'method':8} {'S':>9} {'measured GB':>12} {'predicted GB':>13} {'measured/predicted':>19}")
+    print(_("recorded {date}: {source}").format(date=record["recorded"], source=record["source"]))
+    print(growth(record))
+    print(f"{_('method'):8} {'S':>9} {_('measured GB'):>12} {_('predicted GB'):>13} "
+          f"{_('measured/predicted'):>19}")
     for row in rows(record):
         if row.get("out_of_memory"):
-            print(f"{row['method']:8} {row['S']:>9,}   OutOfMemoryError; predicted need (inputs + "
-                  f"peak) {row['need'] / GB:.1f} GB of {record['total_memory'] / GB:.1f} GB")
+            print(f"{row['method']:8} {row['S']:>9,}   " + _(
+                "OutOfMemoryError; predicted need (inputs + peak) {need:.1f} GB of {card:.1f} GB").format(
+                need=row["need"] / GB, card=record["total_memory"] / GB))
         else:
             print(f"{row['method']:8} {row['S']:>9,} {row['measured'] / GB:>12.3f} "
                   f"{row['predicted'] / GB:>13.3f} {row['ratio']:>19.4f}")
     for method, run in runs_of(record).items():
-        print(f"{method:8} stopped: {run.stopped}")
+        print(f"{method:8} " + _("stopped: {why}").format(why=run.stopped))
 
 
 def size_grid(record: dict, last: int) -> list[int]:
@@ -132,7 +150,7 @@ def plot(record: dict, ax=None):
     import matplotlib.pyplot as plt
 
     if ax is None:
-        _, ax = plt.subplots(figsize=(7, 4), layout="constrained")
+        _figure, ax = plt.subplots(figsize=(7, 4), layout="constrained")
     R, H, c = record["R"], record["H"], record["c"]
     card = record["total_memory"] / GB
 
@@ -148,22 +166,23 @@ def plot(record: dict, ax=None):
         colour = COLOURS.get(method, "black")
         last = max(run.sizes + [run.out_of_memory_at or 0])
         grid = size_grid(record, last)
-        note = " (math path on meta)" if method == "sdpa" else ""
+        note = _(" (math path on meta)") if method == "sdpa" else ""
         ax.loglog(grid, [need(method, S) for S in grid], ":" if method == "sdpa" else "--",
                   color=colour, lw=1.5 if method == "sdpa" else 1,
-                  label=f"{method}: predicted{note}")
+                  label=_("{method}: predicted{note}").format(method=method, note=note))
         ax.loglog(run.sizes, [need(method, S, p) for S, p in zip(run.sizes, run.peaks)], "o",
-                  color=colour, label=f"{method}: measured")
+                  color=colour, label=_("{method}: measured").format(method=method))
         if run.out_of_memory_at is not None:
             ax.loglog([run.out_of_memory_at], [need(method, run.out_of_memory_at)], "x",
                       color=colour, ms=10, mew=2)
     ax.axhline(card, color="grey", lw=1)
-    ax.text(record["S_start"], card * 1.1, f"card: {card:.1f} GB", fontsize=8, color="grey")
+    ax.text(record["S_start"], card * 1.1, _("card: {card:.1f} GB").format(card=card), fontsize=8,
+            color="grey")
     bottom = min(min(line.get_ydata()) for line in ax.get_lines())
     ax.set_ylim(bottom / 2, card * 4)  # sdpa's math-path prediction runs off the top
-    ax.set(xlabel="S (sequences)", ylabel="GB on the card (inputs + peak)",
-           title=f"{record['device']}: measured (dots) vs predicted from shapes (dashes); "
-                 f"x = out of memory")
+    ax.set(xlabel=_("S (sequences)"), ylabel=_("GB on the card (inputs + peak)"),
+           title=_("{device}: measured (dots) vs predicted from shapes (dashes); x = out of "
+                   "memory").format(device=record["device"]))
     ax.title.set_fontsize(9)
     ax.legend(fontsize=7, ncol=2, loc="lower right")
     return ax

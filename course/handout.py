@@ -1,6 +1,12 @@
 """The student release: the course without `solutions/`.
 
     python -m course.handout --out DIR        # or: make handout OUT=DIR
+    python -m course.handout --out DIR --lang zh   # or: make handout OUT=DIR LANG=zh
+    python -m course.handout --grader-context DIR    # what `docker build DIR` makes the image of
+
+`--lang zh` gives a Chinese handout: the same code, with exercises/ whose docstrings, comments,
+hints and stub messages are Chinese (course/stub_text.py) and the Chinese release README as
+README.md (the English one beside it as README.en.md).
 
 The handout holds the notebooks (with their committed outputs), the machinery in `course/`
 (checks, widgets, plots), the recorded reference results in `course/reference_data/` (so every
@@ -12,12 +18,21 @@ Chinese (`course/release/README.md`, `README.zh-CN.md`), its own tests
 (`course/release/tests/`, which its `make test` runs) and the course's Makefile without the
 developers' targets (they need `solutions/`). The grader builds its pristine working copy with
 the same function, so a grading kernel never has the reference code on its path.
+
+Every copy is made from an ALLOW-LIST, never from whatever lies in the folder: the files git
+tracks where the course is a git checkout, else the MANIFEST shipped with the copy (every copy
+made here writes one: the handout, the grader's pristine copy, the image's build context). A
+class collected into the course folder (submissions, roster, seed, logs, OUT) is untracked, so
+it reaches no handout, no sandbox and no image. A folder with neither is refused.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import shutil
+import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -34,44 +49,115 @@ EXCLUDE = {"solutions", "tests", "docs", ".ci", "course/grading", "course/releas
 RELEASE = ROOT / "course" / "release"  # the release's README.md and its tests (tests/)
 RELEASE_TESTS = "course/release/tests"  # what the release's `make test` (pytest) runs
 # Makefile targets that need solutions/ or serve the course's developers: not in the release
-DEVELOPER_TARGETS = {"notebooks", "stubs", "reference", "grade", "grade-merge", "handout",
-                     "screenshots", "lock", "messages"}
+DEVELOPER_TARGETS = {"notebooks", "stubs", "reference", "grade", "grade-merge", "collect",
+                     "handback", "handout", "screenshots", "lock", "messages"}
 MARKER = ".handout"  # lets a later run replace a folder it made itself
+MANIFEST = "MANIFEST"  # the copy's own files, one relative path a line: its allow-list
 
 
-def _ignore(source: Path, dest: Path):
-    source, dest = source.resolve(), dest.resolve()
-
-    def ignore(folder: str, names: list[str]) -> list[str]:
-        here = Path(folder).resolve()
-        skipped = []
-        for name in names:
-            path = here / name
-            relative = path.relative_to(source).as_posix()
-            if name in SKIP or relative in EXCLUDE or name.endswith(".pyc") or path == dest:
-                skipped.append(name)
-        return skipped
-
-    return ignore
+class ReleaseError(SystemExit):
+    """The course's files cannot be listed (no git checkout, no MANIFEST), or a list is bad."""
 
 
-def build(dest: Path, source: Path = ROOT) -> Path:
-    """Write the handout to `dest` (replaced if it is an earlier handout or empty); return it."""
-    dest, source = Path(dest), Path(source)
+def _git_files(source: Path) -> list[str] | None:
+    """The files git tracks in `source`, when `source` is the top of a git checkout."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    git = ["git", "-c", f"safe.directory={source}", "-C", str(source)]
+    try:
+        top = subprocess.run([*git, "rev-parse", "--show-toplevel"], capture_output=True,
+                             text=True, env=env, timeout=60)
+        if top.returncode != 0 or Path(top.stdout.strip()).resolve() != source:
+            return None
+        listed = subprocess.run([*git, "ls-files", "-z", "--cached"], capture_output=True,
+                                env=env, timeout=60, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return [os.fsdecode(name) for name in listed.stdout.split(b"\0") if name]
+
+
+def _manifest_files(source: Path) -> list[str] | None:
+    path = source / MANIFEST
+    if not path.is_file():
+        return None
+    names = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for name in names:
+        parts = Path(name).parts
+        if Path(name).is_absolute() or ".." in parts or not parts:
+            raise ReleaseError(f"{path}: {name!r} is no path inside the course")
+    return names
+
+
+def release_files(source: Path = ROOT) -> list[str]:
+    """The course's own files (relative POSIX paths, sorted): git's tracked files in a checkout,
+    else the copy's MANIFEST; plain files only (no link is followed out of the course)."""
+    source = Path(source).resolve()
+    listed = _git_files(source)
+    if listed is None:
+        listed = _manifest_files(source)
+    if listed is None:
+        raise ReleaseError(f"{source} is neither a git checkout of the course nor a copy with a "
+                           f"{MANIFEST}: its files cannot be told from whatever else lies there. "
+                           "Use a git checkout, or a copy made by `python -m course.handout`")
+    found = []
+    for name in sorted(set(listed) - {MANIFEST}):
+        try:
+            if stat.S_ISREG(os.lstat(source / name).st_mode):
+                found.append(name)
+        except OSError:
+            continue  # tracked, but deleted in the working tree
+    return found
+
+
+def left_out(relative: str, exclude=EXCLUDE) -> bool:
+    """Whether the release leaves out the course's file `relative`."""
+    parts = relative.split("/")
+    return (any(relative == e or relative.startswith(e + "/") for e in exclude)
+            or any(part in SKIP for part in parts) or relative.endswith(".pyc"))
+
+
+def copy_files(source: Path, dest: Path, names: list[str]) -> None:
+    """Copy the listed files from `source` to `dest` (made), with their modes."""
+    for name in names:
+        target = dest / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source / name, target)
+
+
+def write_manifest(dest: Path) -> Path:
+    """`dest`'s files, as its MANIFEST: the allow-list a copy of this copy is made from."""
+    names = sorted(p.relative_to(dest).as_posix() for p in dest.rglob("*")
+                   if p.is_file() and not p.is_symlink() and p.name != MANIFEST
+                   and "__pycache__" not in p.parts)
+    (dest / MANIFEST).write_text("".join(f"{n}\n" for n in names), encoding="utf-8")
+    return dest / MANIFEST
+
+
+def _fresh(dest: Path) -> None:
     if dest.exists():
         if not dest.is_dir() or (any(dest.iterdir()) and not (dest / MARKER).exists()):
             raise FileExistsError(f"{dest} exists and is not an earlier handout; choose another --out")
         shutil.rmtree(dest)
-    shutil.copytree(source, dest, ignore=_ignore(source, dest), symlinks=False)
+    dest.mkdir(parents=True)
+
+
+def build(dest: Path, source: Path = ROOT, lang: str = "en") -> Path:
+    """Write the handout to `dest` (replaced if it is an earlier handout or empty); return it.
+    `lang` "zh": exercises/ and README.md in Chinese."""
+    dest, source = Path(dest), Path(source)
+    names = [n for n in release_files(source) if not left_out(n)]
+    _fresh(dest)
+    copy_files(source, dest, names)
     solutions = source / "solutions"
     if solutions.is_dir():  # fresh stubs, whatever the instructor's exercises/ holds now
         from course.stubs import write
 
         for old in (dest / "exercises").glob("*.py"):
             old.unlink()
-        write(exercises=dest / "exercises", solutions=solutions)
+        write(exercises=dest / "exercises", solutions=solutions, lang=lang)
     for readme in ("README.md", "README.zh-CN.md"):  # English and Chinese
         shutil.copy2(RELEASE / readme, dest / readme)
+    if lang.startswith("zh"):
+        chinese_readme(dest)
     config = dest / "pytest.ini"
     if config.exists():  # the release has no tests/: its pytest runs the release's own tests
         config.write_text(re.sub(r"(?m)^testpaths\s*=.*$", f"testpaths = {RELEASE_TESTS}",
@@ -80,7 +166,40 @@ def build(dest: Path, source: Path = ROOT) -> Path:
     if makefile.exists():
         (dest / "Makefile").write_text(student_makefile(makefile.read_text()))
     (dest / MARKER).write_text("made by `python -m course.handout`; safe to delete\n")
+    write_manifest(dest)
     return dest
+
+
+def chinese_readme(dest: Path) -> None:
+    """The Chinese release README as the README.md a student opens first; the English one as
+    README.en.md, each linking to the other."""
+    english = (dest / "README.md").read_text().replace("(README.zh-CN.md)", "(README.md)")
+    (dest / "README.en.md").write_text(english)
+    chinese = (dest / "README.zh-CN.md").read_text().replace("[English](README.md)", "[English](README.en.md)")
+    (dest / "README.md").write_text(chinese)
+    (dest / "README.zh-CN.md").unlink()
+
+
+def grader_context(dest: Path, source: Path = ROOT) -> Path:
+    """The grader image's build context: every file of the course (solutions/ and the grader
+    included), nothing else, and its MANIFEST (the Dockerfile refuses a context without one)."""
+    dest, source = Path(dest), Path(source)
+    names = release_files(source)
+    _fresh(dest)
+    copy_files(source, dest, names)
+    (dest / MARKER).write_text("made by `python -m course.handout --grader-context`; safe to "
+                               "delete\n")
+    write_manifest(dest)
+    return dest
+
+
+def unlisted(folder: Path, skip=(".venv", MARKER, MANIFEST)) -> list[str]:
+    """Files in `folder` its MANIFEST does not list (bytecode and `skip` apart): what an image
+    built from anything but a context made by `grader_context` would hold besides the course."""
+    listed = set(_manifest_files(Path(folder)) or [])
+    return sorted(r for p in Path(folder).rglob("*") if p.is_file() or p.is_symlink()
+                  if (r := p.relative_to(folder).as_posix()) not in listed
+                  and r.split("/")[0] not in skip and "__pycache__" not in p.parts)
 
 
 def student_makefile(text: str, drop=DEVELOPER_TARGETS) -> str:
@@ -132,16 +251,45 @@ def problems(handout: Path) -> list[str]:
     return found
 
 
+def _context_main(dest: Path | None, check: Path | None) -> int:
+    if check is not None:  # the Dockerfile's guard: the image holds the listed files only
+        extra = unlisted(check)
+        for name in extra[:20]:
+            print(f"not in {MANIFEST}: {name}", file=sys.stderr)
+        if extra or not (check / MANIFEST).is_file():
+            print(f"{check}: build the image from `python -m course.handout --grader-context DIR`"
+                  f" (docker build DIR), never from the course folder itself", file=sys.stderr)
+            return 1
+        return 0
+    made = grader_context(dest)
+    count = len((made / MANIFEST).read_text(encoding="utf-8").splitlines())
+    print(f"grader image context written to {made} ({count} files of the course, "
+          f"solutions/ included: keep the image private); build it with: docker build {made}")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="write the student release (no solutions/)")
-    parser.add_argument("--out", required=True, type=Path, help="folder to write the handout to")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--out", type=Path, help="folder to write the handout to")
+    which.add_argument("--grader-context", type=Path, metavar="DIR",
+                       help="write the grader image's build context (the course's own files, "
+                            "solutions/ included) to DIR instead")
+    which.add_argument("--check-context", type=Path, metavar="DIR", help=argparse.SUPPRESS)
+    parser.add_argument("--lang", default="en", help="zh: Chinese exercises/ and README (default: en)")
     args = parser.parse_args(argv)
-    if not str(args.out).strip():
+    target = args.out or args.grader_context or args.check_context
+    if not str(target).strip():
         parser.error("give a folder: make handout OUT=<dir>")
     try:
-        dest = build(args.out)
+        if args.out is None:
+            return _context_main(args.grader_context, args.check_context)
+        dest = build(args.out, lang=args.lang)
     except FileExistsError as err:
         parser.error(str(err))
+    except ReleaseError as err:
+        print(f"make handout: {err.code}", file=sys.stderr)
+        return 2
     issues = problems(dest)
     files = sum(1 for p in dest.rglob("*") if p.is_file())
     print(f"handout written to {dest} ({files} files, no solutions/)")

@@ -16,9 +16,13 @@ message: `course.checks.registry.learner_texts()` lists them, and they join the 
 location `course/checks/lesson*.py` (read in a fresh process for a copy of the code whose checks
 differ from these). Babel misses a `_("...")` inside an f-string; `in_f_strings` finds it.
 
+What the exercise stubs say (their docstrings, comments and `# Hint:` lines, read from the
+English stubs generated from solutions/) joins the catalog under the location `exercises/*.py`,
+so that `make handout LANG=zh` can write Chinese stubs (course/stub_text.py).
+
 Messages used only in PENDING sources stay out of the catalog (and out of the check) until they
 are translated: `python -m course.messages` says how many are waiting. No source is pending now
-(issue 24 translated every one); a new lesson finished on a branch before its translation can be
+(every one is translated); a new lesson finished on a branch before its translation can be
 listed there for a while.
 """
 from __future__ import annotations
@@ -41,6 +45,8 @@ PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 # Empty: every source is translated. To take one on: remove it here, then `make messages`.
 PENDING: tuple[str, ...] = ()
 LESSON_HINTS = "course/checks/lesson*.py"  # the location of the checks' plain-string hints
+STUB_TEXTS = "exercises/*.py"  # the location of what the stubs say (course/stub_text.py)
+CASE_NAME = "case name"  # the context of a case's name in the catalog (course/checks/lines.py)
 
 
 def source_files(root: Path = ROOT) -> list[Path]:
@@ -66,6 +72,13 @@ def extract(root: Path = ROOT, pending: bool = False):
     for text in lesson_hints(root):
         template.add(text, None, [(LESSON_HINTS, None)],
                      auto_comments=["a check's hint (course.checks.registry.learner_texts)"])
+    for text in stub_texts(root) or []:
+        template.add(text, None, [(STUB_TEXTS, None)],
+                     auto_comments=["what an exercise stub says: a docstring, comment or hint "
+                                    "(course/stub_text.py); keep code names, shapes and formulas"])
+    for name in lesson_hints(root, "case_names"):
+        template.add(name, None, [(LESSON_HINTS, None)], context=CASE_NAME,
+                     auto_comments=["the name of a check's case (course.checks.lines.case_name)"])
     if not pending:
         return template
     waiting = Catalog(project="attention-course", domain="course", fuzzy=False)
@@ -107,38 +120,51 @@ def in_f_strings(source: str) -> list[str]:
     return found
 
 
-def lesson_hints(root: Path = ROOT) -> list[str]:
-    """The hints the checks' lesson modules write as plain strings, of the code under `root`
-    (read here when its course/checks/ is this one's, else in a fresh process)."""
+def lesson_hints(root: Path = ROOT, what: str = "learner_texts") -> list[str]:
+    """The hints the checks' lesson modules write as plain strings (with what="case_names": the
+    names of their cases), of the code under `root` (read here when its course/checks/ is this
+    one's, else in a fresh process)."""
     def files(base: Path) -> dict[str, bytes]:
         return {p.name: p.read_bytes() for p in sorted((base / "course" / "checks").glob("*.py"))}
 
     mine = files(root)
     if root.resolve() == ROOT.resolve() or mine == files(ROOT):
-        from course.checks.registry import learner_texts
+        from course.checks import registry
 
-        return learner_texts()
-    key = (str(root.resolve()), hash(tuple(mine.items())))
+        return getattr(registry, what)()
+    key = (str(root.resolve()), hash(tuple(mine.items())), what)
     if key not in _HINTS_OF:
-        _HINTS_OF[key] = _lesson_hints_elsewhere(root)
+        _HINTS_OF[key] = _lesson_hints_elsewhere(root, what)
     return _HINTS_OF[key]
 
 
 _HINTS_OF: dict[tuple, list[str]] = {}  # a scratch copy's hints, while its checks are unchanged
 
 
-def _lesson_hints_elsewhere(root: Path) -> list[str]:
-    """learner_texts() of another copy of the code, in a fresh process (its own imports)."""
+def _lesson_hints_elsewhere(root: Path, what: str = "learner_texts") -> list[str]:
+    """learner_texts() (or another function of the registry) of another copy of the code, in a
+    fresh process (its own imports)."""
     import json
     import os
     import subprocess
 
-    code = "import json; from course.checks.registry import learner_texts; " \
-           "print(json.dumps(learner_texts()))"
+    code = "import json; from course.checks import registry; " \
+           f"print(json.dumps(getattr(registry, {what!r}, lambda: [])()))"
     done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(root), "COURSE_LANG": "en"},
                           timeout=300, check=True)
     return json.loads(done.stdout)
+
+
+def stub_texts(root: Path = ROOT) -> list[str] | None:
+    """The docstrings, comments and hints of the English stubs generated from `root`'s solutions
+    (None where there are no solutions: a student's copy keeps its catalog as it is)."""
+    if not (root / "solutions").is_dir():
+        return None
+    from course.stub_text import texts
+    from course.stubs import generate
+
+    return [text for stub in generate(root / "solutions").values() for text in texts(stub)]
 
 
 def read_catalog(path: Path):
@@ -177,6 +203,10 @@ def update(root: Path = ROOT, lang: str = CHINESE) -> bool:
     else:
         catalog = Catalog(locale=lang, project="attention-course", domain="course",
                           creation_date=template.creation_date)
+    if stub_texts(root) is None:  # no solutions/ here: keep what the stubs say as it is
+        for entry in catalog:
+            if entry.id and {file for file, _ in entry.locations} == {STUB_TEXTS}:
+                template.add(entry.id, None, list(entry.locations), auto_comments=entry.auto_comments)
     catalog.update(template)
     catalog.obsolete.clear()
     catalog.fuzzy = False  # the header is no translation to review
@@ -216,7 +246,10 @@ def problems(root: Path = ROOT, lang: str = CHINESE) -> list[str]:
             found.append(f"untranslated ({where}): {_label(message)}")
         elif _placeholders(entry.string) != _placeholders(message.id):
             found.append(f"placeholders differ ({where}): {_label(message)}")
+    no_solutions = not (root / "solutions").is_dir()
     for entry in catalog:
+        if no_solutions and {file for file, _ in entry.locations} == {STUB_TEXTS}:
+            continue  # what the stubs say is read from solutions/, which this copy lacks
         if entry.id and template.get(entry.id, context=entry.context) is None:
             found.append(f"stale entry, no longer in the code: {_label(entry)}: run `make messages`")
     return found

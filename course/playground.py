@@ -5,6 +5,10 @@
     python -m course.playground --port 8870 --no-browser
     python -m course.playground --lang zh   # the Chinese page, notebooks/zh/playground.ipynb
 
+The page's address is printed at once: Voilà takes from a few seconds (idle cores) to half a
+minute (busy ones) to import itself and start. A port already in use gives way to a free one
+before Voilà starts, so the address printed is the one it serves.
+
 The page is notebooks/playground.ipynb, written without outputs from its jupytext source (Voilà
 runs it when the page opens). Which widgets it shows: course/widgets/playground.py.
 """
@@ -12,12 +16,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import socket
 import sys
 
 import jupytext
 import nbformat
 
 from course import ROOT
+from course.i18n import _, set_language
 
 SOURCE = ROOT / "notebooks" / "src" / "playground.py"
 NOTEBOOK = ROOT / "notebooks" / "playground.ipynb"
@@ -51,6 +57,16 @@ def write(lang: str = "en") -> bool:
     return True
 
 
+def free_port(wanted: int) -> int:
+    """`wanted` if it is free on 127.0.0.1, else a free port the system picks."""
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", wanted))
+        except OSError:
+            probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="every widget of the course on one page (Voilà)")
     parser.add_argument("--write", action="store_true", help="only write the notebook")
@@ -66,9 +82,13 @@ def main(argv=None) -> int:
         return 0
     if args.lang != "en":
         os.environ["COURSE_LANG"] = "zh_CN"
-    command = [sys.executable, "-m", "voila", str(notebook), f"--port={args.port}",
-               "--Voila.ip=127.0.0.1"] + (["--no-browser"] if args.no_browser else [])
-    print("serving the playground; stop with Ctrl-C")
+        set_language("zh_CN")
+    port = free_port(args.port)
+    command = [sys.executable, "-m", "voila", str(notebook), f"--port={port}",
+               "--Voila.port_retries=0", "--Voila.ip=127.0.0.1"] + (["--no-browser"] if args.no_browser else [])
+    print(_("The playground: {url}\n(Voilà is starting: the page answers once it prints "
+            "\"Voilà is running at\". Stop it with Ctrl-C.)").format(url=f"http://127.0.0.1:{port}/"),
+          flush=True)
     os.execv(sys.executable, command)  # Voilà takes over this process: Ctrl-C stops it
 
 

@@ -7,7 +7,7 @@ Colab cell.
 The setting lives in `COURSE_REPO_URL` of `notebooks/src/_header.py` (the Colab cell must know
 it before the course is cloned, so it cannot import it). Setting it rewrites that line, the same
 line in every lesson notebook's first cell (no re-execution needed: outside Colab the cell does
-nothing) and the Binder and Colab badges of README.md.
+nothing), and the READMEs' Binder and Colab badges and `git clone` line.
 """
 from __future__ import annotations
 
@@ -43,6 +43,11 @@ def places(root: Path = ROOT) -> list[Path]:
             *sorted((root / "notebooks" / "zh").glob("[0-9][0-9]_*.ipynb"))]
 
 
+def patterns(path: Path) -> list[re.Pattern]:
+    """How `path` names the repository: a README by its badges and its clone URL."""
+    return [BADGES, URL] if path.name.startswith("README") else [URL]
+
+
 def disagreements(root: Path = ROOT) -> list[str]:
     """Every place that names another repository than the setting."""
     repo = current(root)
@@ -51,8 +56,7 @@ def disagreements(root: Path = ROOT) -> list[str]:
         if not path.exists():
             continue
         text = path.read_text()
-        pattern = BADGES if path.name.startswith("README") else URL
-        for match in pattern.finditer(text):
+        for match in (m for pattern in patterns(path) for m in pattern.finditer(text)):
             if match["repo"] != repo:
                 found.append(f"{path.relative_to(root)} names {match['repo']}, the setting is {repo}")
     return found
@@ -66,9 +70,9 @@ def set_repository(repo: str, root: Path = ROOT) -> list[Path]:
     for path in places(root):
         if not path.exists():
             continue
-        text = path.read_text()
-        pattern = BADGES if path.name.startswith("README") else URL
-        new = pattern.sub(lambda m: m.group(0).replace(m["repo"], repo, 1), text)
+        text = new = path.read_text()
+        for pattern in patterns(path):
+            new = pattern.sub(lambda m: m.group(0).replace(m["repo"], repo, 1), new)
         if new != text:
             path.write_text(new)
             changed.append(path)

@@ -12,6 +12,11 @@ a block that start with `# Hint:` are kept above the raise, so hints are written
 
     python -m course.stubs            # rewrite exercises/ from solutions/
     python -m course.stubs --check    # exit 1 if exercises/ differs from what would be generated
+
+`generate(lang="zh_CN")` writes the same stubs with what they say in Chinese (the handout's
+`LANG=zh`): docstrings, comments and hints through the catalog (course/stub_text.py), and the
+stub's message in its translated form, which the checks recognise in either language
+(course/stub_message.py).
 """
 from __future__ import annotations
 
@@ -22,6 +27,8 @@ import sys
 from pathlib import Path
 
 from course import ROOT
+from course.i18n import ENGLISH, normalise
+from course.stub_message import stub_message
 
 BEGIN = re.compile(r"^(?P<indent>\s*)# BEGIN SOLUTION lesson (?P<lesson>\d\d)\s*$")
 END = re.compile(r"^\s*# END SOLUTION\s*$")
@@ -56,7 +63,17 @@ def enclosing_function(tree: ast.AST, line: int) -> str:
     return ".".join(best)
 
 
-def make_stub(source: str, filename: str) -> str:
+def make_stub(source: str, filename: str, lang: str = ENGLISH) -> str:
+    """The stub of one solution module; in `lang`, what it says is translated (its code is not)."""
+    stub = _english_stub(source, filename)
+    if normalise(lang) == ENGLISH:
+        return stub
+    from course.stub_text import localize
+
+    return localize(stub, normalise(lang))
+
+
+def _english_stub(source: str, filename: str) -> str:
     tree = ast.parse(source)
     lines = source.splitlines(keepends=True)
     out: list[str] = [HEADER.format(name=filename)]
@@ -80,7 +97,7 @@ def make_stub(source: str, filename: str) -> str:
             j += 1
         if j == len(lines):
             raise ValueError(f"{filename}:{i + 1}: BEGIN SOLUTION without END")
-        message = f"lesson {lesson}: write {function} in exercises/{filename}"
+        message = stub_message(lesson, function, filename)
         out.append(f'{indent}raise NotImplementedError("{message}")\n')
         i = j + 1
     stub = "".join(out)
@@ -92,18 +109,26 @@ def solution_files(solutions: Path = ROOT / "solutions") -> list[Path]:
     return sorted(p for p in solutions.glob("*.py"))
 
 
-def generate(solutions: Path = ROOT / "solutions") -> dict[str, str]:
+def generate(solutions: Path = ROOT / "solutions", lang: str = ENGLISH) -> dict[str, str]:
     """File name -> stub text for every module in solutions/ (__init__ gets its own docstring)."""
     stubs = {}
     for path in solution_files(solutions):
-        source = path.read_text()
-        stubs[path.name] = EXERCISES_INIT if path.name == "__init__.py" else make_stub(source, path.name)
+        if path.name == "__init__.py":
+            text = EXERCISES_INIT
+            if normalise(lang) != ENGLISH:
+                from course.stub_text import localize
+
+                text = localize(text, normalise(lang))
+            stubs[path.name] = text
+        else:
+            stubs[path.name] = make_stub(path.read_text(), path.name, lang)
     return stubs
 
 
-def write(exercises: Path = ROOT / "exercises", solutions: Path = ROOT / "solutions") -> list[str]:
+def write(exercises: Path = ROOT / "exercises", solutions: Path = ROOT / "solutions",
+          lang: str = ENGLISH) -> list[str]:
     exercises.mkdir(exist_ok=True)
-    stubs = generate(solutions)
+    stubs = generate(solutions, lang)
     for name, text in stubs.items():
         (exercises / name).write_text(text)
     return sorted(stubs)

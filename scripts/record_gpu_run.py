@@ -1,6 +1,6 @@
 """Record lesson 05's GPU blow-up on this machine's card, for learners without a GPU.
 
-    .venv/bin/python scripts/record_gpu_run.py --source "who ran it, on what machine"
+    .venv/bin/python scripts/record_gpu_run.py --source "what ran, on what machine"
 
 Runs the lesson's own GPU cell (course.gpu_runs.measure: R = 300, H = 8, c = 8, float32, S grown
 by √2 until out of memory or the time budget), prints measured / predicted per size, and appends
@@ -25,7 +25,8 @@ from course.memory import GPU_DEMO_BUDGET_S  # noqa: E402
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--source", required=True,
-                        help="provenance, kept with the record: who ran it, where, why")
+                        help="provenance kept with the record: what ran, on what machine (the date, card "
+                             "and software are recorded with it)")
     parser.add_argument("--budget", type=float, default=GPU_DEMO_BUDGET_S,
                         help="seconds for all four methods (default: the lesson's, %(default)s)")
     parser.add_argument("--out", type=Path, default=gpu_runs.RUNS_FILE)

@@ -4,6 +4,14 @@
 # safe to run twice at once (the second waits for the first).
 #
 #   bash scripts/setup_venv.sh [DIR]     DIR defaults to .venv
+#   PYTHON=python3.12                    the interpreter to build on: 3.10 to 3.14 (requirements.txt
+#                                        pins a version of every package for each of them)
+#   INSTALLER=uv|pip                     uv installs several times faster than pip. Default: uv when
+#                                        it is on PATH (or UV=/path/to/uv) or once pip has put the
+#                                        pinned uv into DIR from PyPI; pip where neither works.
+#                                        uv does not read pip's configuration, so pip's configured
+#                                        index, extra indexes, find-links and constraints are
+#                                        passed to it (`pip config list`)
 #   TORCH=cpu                            PyTorch's CPU-only build from PyTorch's own package index
 #                                        (TORCH_CPU_INDEX), instead of what pip takes by default:
 #                                        on Linux, PyPI's torch is the CUDA build (about 0.5 GB plus
@@ -18,56 +26,138 @@ set -euo pipefail
 venv=${1:-.venv}
 py=${PYTHON:-python3}
 torch_flavour=${TORCH:-}
+installer=${INSTALLER:-}
 cpu_index=${TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}
 dry=${SETUP_DRY_RUN:-}
+# the Pythons that PyTorch 2.13 has wheels for; `make lock` pins every package for each of them
+min_python=3.10
+max_python=3.14
 
 run() { if [ -n "$dry" ]; then echo "+ $*"; else "$@"; fi; }
-pinned() { grep -E "^($1)==" requirements.txt; }  # the pins of requirements.txt, by name
+pinned() { grep -E "^($1)==" requirements.txt | sed 's/ *;.*//'; }  # requirements.txt's pins, by name
 
 case "$torch_flavour" in
   ""|cpu) ;;
   *) echo "TORCH=$torch_flavour: unknown (leave it empty for pip's default, or TORCH=cpu)" >&2; exit 2 ;;
 esac
+case "$installer" in
+  ""|uv|pip) ;;
+  *) echo "INSTALLER=$installer: unknown (uv, pip, or leave it empty: uv where it works)" >&2; exit 2 ;;
+esac
 
 if [ -d "$venv/conda-meta" ]; then
-  # playwright (the browser test) and pytest-xdist; their dependencies are pinned too, so no
-  # resolver run can move anything conda installed
+  # playwright (the browser test), pytest-xdist and kubernetes-validate (the manifests' test);
+  # their dependencies are pinned too, so no resolver run can move anything conda installed
   run "$venv/bin/python" -m pip install --quiet --no-deps \
-    $(pinned 'playwright|greenlet|pytest-xdist|execnet')
+    $(pinned 'playwright|greenlet|pytest-xdist|execnet|kubernetes-validate|importlib[-_]resources')
   echo "conda environment ready in $venv"
   exit 0
 fi
 
-if ! "$py" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
-  echo "The course needs Python 3.10 or newer as '$py' (set PYTHON=...)." >&2; exit 1
+if ! "$py" -c "import sys; sys.exit(not (${min_python/./, }) <= sys.version_info[:2] <= (${max_python/./, }))" 2>/dev/null; then
+  found=$("$py" -c 'import platform; print(platform.python_version())' 2>/dev/null || echo "none")
+  echo "The course needs Python $min_python to $max_python as '$py' (found: $found). Set PYTHON=..." >&2
+  exit 1
 fi
-if ! "$py" -c 'import ensurepip, venv' 2>/dev/null; then
-  echo "'$py -m venv' is not available. On Debian/Ubuntu: apt-get install python3-venv" >&2; exit 1
-fi
+# uv: a given one, or one on PATH (it can also build the venv where Python's venv module is absent)
+uv=${UV:-$(command -v uv || true)}
+[ "$installer" = pip ] && uv=
 if [ -z "$dry" ]; then
   mkdir -p "$(dirname "$venv")"
   exec 9>"$venv.lock"
-  flock 9
+  if command -v flock >/dev/null; then flock 9; fi  # util-linux; macOS has none
 fi
 if [ ! -x "$venv/bin/python" ]; then
-  run "$py" -m venv "$venv"
+  if "$py" -c 'import ensurepip, venv' 2>/dev/null; then
+    run "$py" -m venv "$venv"
+  elif [ -n "$uv" ]; then
+    run "$uv" venv --quiet --seed --python "$py" "$venv"
+  else
+    echo "'$py -m venv' is not available. On Debian/Ubuntu: apt-get install python3-venv" >&2; exit 1
+  fi
 fi
 # pip warns once per package about this machine's empty extra indexes; keep the log readable
 quiet_pip() { run "$venv/bin/pip" install --quiet "$@" 2> >(grep -v 'is ignored: it is neither' >&2); }
-quiet_pip --upgrade pip
+if [ "$installer" != pip ] && [ -z "$uv" ]; then
+  if [ -x "$venv/bin/uv" ]; then
+    uv=$venv/bin/uv
+  elif quiet_pip "$(pinned uv)"; then  # a wheel of a few MB, from PyPI
+    uv=$venv/bin/uv
+  elif [ "$installer" = uv ]; then
+    echo "INSTALLER=uv: uv is not on PATH and pip could not install it" >&2; exit 1
+  else
+    echo "uv could not be installed: installing with pip (slower)" >&2
+  fi
+fi
+
+# pip's configured package sources as uv options (uv reads no pip configuration): what `pip
+# config list` reports, the environment (:env:) before the install section before global
+uv_options() {
+  local pip_python=$venv/bin/python
+  [ -x "$pip_python" ] || pip_python=$py  # a dry run creates no venv
+  "$pip_python" - <<'EOF'
+import ast, subprocess, sys
+listed = subprocess.run([sys.executable, "-m", "pip", "config", "list"],
+                        capture_output=True, text=True).stdout
+settings = {}
+for line in listed.splitlines():
+    key, _, value = line.partition("=")
+    section, _, name = key.rpartition(".")
+    rank = {":env:": 0, "install": 1, "global": 2}.get(section)
+    if rank is not None and value and rank <= settings.get(name, (3, ""))[0]:
+        settings[name] = (rank, ast.literal_eval(value))
+value = {name: text for name, (_, text) in settings.items()}
+options = []
+for name in ("index-url", "extra-index-url", "find-links", "constraint"):
+    for item in value.get(name, "").split():
+        options += [f"--{name}", item]
+if value.get("no-index", "").lower() in ("1", "true", "yes", "on"):
+    options.append("--no-index")
+if "extra-index-url" in value or "find-links" in value:
+    options += ["--index-strategy", "unsafe-best-match"]  # pip's choice: the best version anywhere
+print("\n".join(options))
+if value.get("cert"):
+    print("CERT=" + value["cert"])
+EOF
+}
+
+if [ -n "$uv" ]; then
+  uv_opts=()
+  while IFS= read -r option; do
+    case "$option" in
+      CERT=*) [ -n "${SSL_CERT_FILE:-}" ] || run export "SSL_CERT_FILE=${option#CERT=}" ;;
+      ?*) uv_opts+=("$option") ;;
+    esac
+  done < <(uv_options)
+  install() { run "$uv" pip install --quiet --python "$venv/bin/python" ${uv_opts[@]+"${uv_opts[@]}"} "$@"; }
+  remove() { run "$uv" pip uninstall --quiet --python "$venv/bin/python" "$@"; }
+else
+  quiet_pip --upgrade pip
+  install() { quiet_pip "$@"; }
+  remove() { run "$venv/bin/pip" uninstall --yes --quiet "$@"; }
+fi
 if [ "$torch_flavour" = cpu ]; then
   # a CUDA build already here (an earlier default install) gives way to the CPU one
   if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c \
       'import sys, torch; sys.exit(torch.version.cuda is None)' 2>/dev/null; then
-    run "$venv/bin/pip" uninstall --yes --quiet torch
+    remove torch
   fi
   # torch alone from PyTorch's index (its CPU wheels are named like torch-2.13.0+cpu, which
-  # satisfies requirements.txt's torch==2.13.0), then everything else as usual
-  quiet_pip --index-url "$cpu_index" "$(pinned torch)"
+  # satisfies requirements.txt's torch==2.13.0), then everything else as usual. That index
+  # replaces a configured one (uv takes one --index-url)
+  if [ -n "$uv" ]; then
+    kept=()
+    for ((i = 0; i < ${#uv_opts[@]}; i++)); do
+      if [ "${uv_opts[i]}" = --index-url ]; then i=$((i + 1)); else kept+=("${uv_opts[i]}"); fi
+    done
+    run "$uv" pip install --quiet --python "$venv/bin/python" ${kept[@]+"${kept[@]}"} --index-url "$cpu_index" "$(pinned torch)"
+  else
+    install --index-url "$cpu_index" "$(pinned torch)"
+  fi
 fi
-quiet_pip -r requirements.txt
+install -r requirements.txt
 # torchview renders through Graphviz's `dot`; graphviz-pure ships one as `graphviz-pure`.
 if [ ! -e "$venv/bin/dot" ] && { [ -n "$dry" ] || [ -x "$venv/bin/graphviz-pure" ]; }; then
   run ln -s graphviz-pure "$venv/bin/dot"
 fi
-echo "environment ready in $venv"
+echo "environment ready in $venv ($([ -n "$uv" ] && echo uv || echo pip))"

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# The two programs the tests need beyond Python, from Debian's packages (called by `make test`):
+# The programs the tests need beyond Python, from Debian's packages (called by `make test`):
 #   chromium    /usr/bin/chromium, the browser that tests/test_browser.py drives with pip's
 #               playwright (playwright never downloads a browser here)
 #   bubblewrap  `bwrap`, the sandbox the grader runs each student's notebooks in
+#   slurm-wlm, munge   a one-node Slurm that tests/test_slurm.py starts to run the instructors'
+#               guide's job array (as root only: slurmd runs jobs as their user, so the test
+#               skips for anyone else, and nothing is installed for it then; never for the
+#               student release, which has no Slurm recipe, docs/cluster/submit.sh)
 # Installs what is missing with apt-get (through sudo when not root). Where it cannot (no
 # apt-get, no root and no sudo that works without a terminal), it stops at once and prints the
-# one command that fixes it. Silent and fast when both are there; safe to run again.
+# one command that fixes it. Silent and fast when all are there; safe to run again.
 #
 # For its tests: COURSE_CHROMIUM (as tests/browser.py) names the browser file to look for, and
 # PATH decides which apt-get, sudo, id and bwrap it finds.
@@ -15,12 +19,19 @@ chromium=${COURSE_CHROMIUM:-/usr/bin/chromium}
 missing=()
 [ -x "$chromium" ] || missing+=(chromium)
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+# the daemons live in /usr/sbin, which a PATH may leave out
+has() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
+slurm_missing() { ! { has slurmctld && has slurmd && has sbatch && has munged; }; }
+course_dir=$(cd "${BASH_SOURCE[0]%/*}/.." && pwd)
+if [ "$(id -u)" = 0 ] && [ -e "$course_dir/docs/cluster/submit.sh" ] && slurm_missing; then
+  missing+=(slurm-wlm munge)
+fi
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 fix="sudo apt-get update && sudo apt-get install -y ${missing[*]}"
 give_up() {
   {
-    echo "The tests need Debian's ${missing[*]} (the browser test and the grader's sandbox): $1"
+    echo "The tests need Debian's ${missing[*]} (the browser test, the grader's sandbox, Slurm): $1"
     echo "Install with:  $fix"
     echo "then run the same command again."
   } >&2
@@ -49,4 +60,7 @@ apt=(apt-get -o DPkg::Lock::Timeout=120)
 
 [ -x "$chromium" ] || give_up "apt-get installed chromium, but $chromium is still missing."
 command -v bwrap >/dev/null 2>&1 || give_up "apt-get installed bubblewrap, but bwrap is not on PATH."
+case " ${missing[*]} " in
+  *" slurm-wlm "*) slurm_missing && give_up "apt-get installed slurm-wlm and munge, but slurmctld, slurmd, sbatch or munged is missing." ;;
+esac
 echo "installed: $("$chromium" --version 2>/dev/null | head -1 || echo chromium), $(command -v bwrap)"

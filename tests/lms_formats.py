@@ -61,23 +61,99 @@ def read_canvas(text: str) -> dict:
     return {"assignments": [h for _, h in assignments], "points": points, "students": students}
 
 
-def read_moodle(text: str, map_from: str, map_to: str, grade_columns: list[str]) -> dict:
-    """Per identifier, the grades of `grade_columns`, as Moodle's CSV import reads them when the
-    header `map_from` is mapped to `map_to` and each of `grade_columns` to a grade item (every
-    other column left at "ignore"); AssertionError where the import would fail."""
+MOODLE_EMPTY = ("", "0")  # PHP's empty() on a string from a CSV cell
+
+
+def _php_trim(value: str) -> str:
+    return value.strip(" \t\n\r\0\x0b")
+
+
+def fold(value: str, collation: str) -> str:
+    """How Moodle's database compares two identifiers: "exact" (PostgreSQL's default) or "ci"
+    (MySQL's utf8mb4 *_ci collations: no case, no accents)."""
+    if collation == "exact":
+        return value
+    import unicodedata
+
+    decomposed = unicodedata.normalize("NFKD", value)
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+
+
+def moodle_import(text: str, users: list[dict], map_from: str, map_to: str,
+                  grade_columns: list[str], collation: str = "ci",
+                  gradepointmax: float = 100) -> dict:
+    """Moodle's "Import grades from CSV", as grade/import/csv/classes/load_data.php runs it
+    (`prepare_import_grade_data`, `map_user_data_with_value`, `check_user_exists`,
+    `import_new_grade_item`, `insert_grade_record`), on a site whose users are `users` (dicts
+    with id, username, idnumber, email). `map_from` (a header) is mapped to `map_to`, each of
+    `grade_columns` to a new grade item, every other column left at "ignore".
+
+    Returns {"ok": bool, "error": str, "grades": {user id: {column: grade}}}; grades stay
+    only when the whole import succeeds (Moodle keeps nothing of a failed one). What the code
+    does and this model keeps: the identifier of the row before stays when a row's is empty
+    (`$this->studentid` is set once, before the loop), an unknown or ambiguous identifier stops
+    the import, as does a grade over `gradepointmax`."""
     assert map_to in MOODLE_MAP_TO
+    field = {"userid": "id", "username": "username", "useridnumber": "idnumber",
+             "useremail": "email"}[map_to]
     rows = _rows(text)
-    header = [h.strip() for h in rows[0]]  # trim_headers()
-    assert map_from in header, f"no identifier column {map_from!r} in {header}"
-    assert set(grade_columns) <= set(header), (grade_columns, header)
-    key = header.index(map_from)
-    grades, skipped = {}, []
-    for row in rows[1:]:
-        assert len(row) == len(header), row
-        if not row[key]:
-            skipped.append(row)  # "Skip invalid row with blank user field"
+    header = [_php_trim(h) for h in rows[0]]             # trim_headers()
+    mapping = {i: 0 for i in range(len(header))}          # every column: ignore
+    for column in grade_columns:
+        mapping[header.index(column)] = "new"
+    mapping[header.index(map_from)] = map_to             # $map[$formdata->mapfrom] = mapto
+    student, grades = None, {}
+    for line in rows[1:]:
+        if len(line) <= 1:                               # "no data on this line"
             continue
-        assert row[key] not in grades, f"{row[key]} twice"
-        # update_grade_item: '' and '-' are no grade; anything else must be a number
-        grades[row[key]] = {h: _score(row[header.index(h)]) for h in grade_columns}
-    return {"header": header, "grades": grades, "skipped": skipped}
+        new = {}
+        for key, value in enumerate(line):
+            value = _php_trim(value)
+            kind = mapping.get(key, 0)
+            if kind == map_to:
+                if value not in MOODLE_EMPTY:            # "Skip invalid row with blank user field"
+                    found = [u for u in users if fold(str(u[field]), collation)
+                             == fold(value, collation)]
+                    if len(found) != 1:                  # none, or get_record's "more than one"
+                        return {"ok": False, "error": f"user mapping error: {value}", "grades": {}}
+                    student = found[0]["id"]
+            elif kind == "new" and value != "-":
+                new[header[key]] = value
+        if student is None:                              # "usermappingerrorusernotfound"
+            return {"ok": False, "error": "user not found", "grades": {}}
+        for column, value in new.items():
+            if value != "" and float(value) > gradepointmax:
+                return {"ok": False, "error": f"grade {value} over {gradepointmax}", "grades": {}}
+            grades.setdefault(student, {})[column] = float(value) if value != "" else None
+    return {"ok": True, "error": "", "grades": grades}
+
+
+def canvas_reupload_target(filename: str) -> tuple[str, str] | None:
+    """(user id, attachment id) Canvas's "Re-upload submissions" reads from a file's name
+    (Assignment#infer_comment_context_from_filename: the first two parts between underscores
+    that are all digits), or None (the file is ignored)."""
+    import os
+
+    parts = os.path.basename(filename).split("_")
+    digits = [p for p in parts if re.fullmatch(r"\d+", p)][:2]
+    if len(digits) < 2 or parts[-1].startswith("link") or filename.startswith("._"):
+        return None
+    return digits[0], digits[1]
+
+
+def moodle_feedback_target(path: str) -> tuple[int, str, str, str] | None:
+    """(participant id, plugin type, plugin name, file name) Moodle's "Upload multiple feedback
+    files in a zip" reads from a file's path in the zip (mod/assign/feedback/file/importziplib.php,
+    `is_valid_filename_for_import`), or None (the file is skipped)."""
+    name = path.rsplit("/", 1)[-1]
+    if name.startswith((".", "~")):
+        return None
+    parts = ("/import/" + path).split("/")
+    while parts:
+        part = parts.pop(0)
+        info = part.split("_", 4)
+        if len(info) < 4 or not re.fullmatch(r"\d+(\.\d*)?", info[1]):
+            continue
+        rest = info[4] if len(info) == 5 else ""
+        return int(float(info[1])), info[2], info[3], "/".join([rest] + parts)
+    return None

@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import types
+import uuid
 
 import jupytext
 import nbformat
@@ -20,9 +21,11 @@ import pytest
 import yaml
 
 from course import ROOT
-from course.build import HEADER
+from course.build import (COLAB_TITLE, HEADER, WIDGET_STATE, WIDGET_TEXT, WIDGET_VIEW, clean,
+                          header_cells)
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+ZH_NOTEBOOKS = sorted((ROOT / "notebooks" / "zh").glob("[0-9][0-9]_*.ipynb"))
 
 
 def colab_cell() -> str:
@@ -112,6 +115,81 @@ def test_every_lesson_has_the_colab_cell_under_its_title_with_no_output(path):
     assert notebook.cells[1].outputs == [], f"{path.name}: the colab cell printed something"
 
 
+def test_the_colab_cell_is_one_short_line_on_screen():
+    """Colab shows a form cell's title (cellView "form"), JupyterLab a hidden cell's first line
+    (source_hidden): that line says what the cell does, in the edition's language."""
+    (cell,) = jupytext.read(HEADER).cells
+    assert cell.metadata["cellView"] == "form" and cell.metadata["jupyter"] == {"source_hidden": True}
+    first = cell.source.splitlines()[0]
+    assert first == f"# @title {COLAB_TITLE}" and len(first) <= 100
+    (english,), (chinese,) = header_cells("en"), header_cells("zh")
+    assert english.source == cell.source
+    title = chinese.source.splitlines()[0]
+    assert title.startswith("# @title ") and re.search(r"[\u4e00-\u9fff]", title), title
+    assert chinese.source.splitlines()[1:] == cell.source.splitlines()[1:]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS + ZH_NOTEBOOKS, ids=lambda p: p.relative_to(ROOT / "notebooks").as_posix())
+def test_every_widget_output_has_its_state_stored(path):
+    """So JupyterLab draws each widget (controls and figure) before its cell runs, and a viewer
+    without widgets shows a sentence instead of `VBox(children=...)`."""
+    notebook = nbformat.read(path, as_version=4)
+    state = notebook.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            if WIDGET_VIEW in output.get("data", {}):
+                assert output.data[WIDGET_VIEW]["model_id"] in state, f"{path.name}: `make notebooks`"
+                assert output.data["text/plain"].startswith("["), output.data["text/plain"]
+
+
+def executed(ids: list[str]) -> nbformat.NotebookNode:
+    """A notebook as nbclient leaves it: a VBox (ids[0]) holding an Image (ids[1]), shown once."""
+    def model(name, **state):
+        return {"model_name": name, "model_module": "@jupyter-widgets/controls",
+                "model_module_version": "2.0.0", "state": state}
+
+    notebook = nbformat.v4.new_notebook(metadata={"widgets": {WIDGET_STATE: {
+        "state": {ids[0]: model("VBoxModel", children=[f"IPY_MODEL_{ids[1]}"]),
+                  ids[1]: model("ImageModel")},
+        "version_major": 2, "version_minor": 0}}})
+    notebook.cells = [nbformat.v4.new_markdown_cell("# Lesson"), nbformat.v4.new_code_cell(
+        "box", outputs=[nbformat.v4.new_output("display_data", data={
+            WIDGET_VIEW: {"model_id": ids[0], "version_major": 2, "version_minor": 0},
+            "text/plain": "VBox(children=(Image(value=b'...'),))"})])]
+    return notebook
+
+
+def test_a_build_keeps_the_widget_state_under_ids_that_do_not_change():
+    first = clean(executed([uuid.uuid4().hex, uuid.uuid4().hex]))
+    again = clean(executed([uuid.uuid4().hex, uuid.uuid4().hex]))
+    assert first == again  # a rebuild without changes leaves the file as it was
+    state = first.metadata.widgets[WIDGET_STATE]["state"]
+    box, image = state
+    assert state[box]["state"]["children"] == [f"IPY_MODEL_{image}"]
+    output = first.cells[1].outputs[0]
+    assert output.data[WIDGET_VIEW]["model_id"] == box
+    assert output.data["text/plain"] == WIDGET_TEXT
+    chinese = clean(executed([uuid.uuid4().hex, uuid.uuid4().hex]), "zh")
+    assert re.search(r"[\u4e00-\u9fff]", chinese.cells[1].outputs[0].data["text/plain"])
+
+
+def test_setting_the_repository_rewrites_the_colab_cell_badges_and_clone_lines(tmp_path):
+    from course.repository import disagreements, set_repository
+
+    for name in ("notebooks/src/_header.py", "README.md", "README.zh-CN.md",
+                 "notebooks/05_global_attention.ipynb"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text((ROOT / name).read_text())
+    assert len(set_repository("ada/attn", root=tmp_path)) == 4
+    assert disagreements(tmp_path) == []
+    for readme in ("README.md", "README.zh-CN.md"):
+        text = (tmp_path / readme).read_text()
+        assert "git clone https://github.com/ada/attn.git attention-course && cd attention-course" in text
+        assert "mybinder.org/v2/gh/ada/attn/" in text and "colab.research.google.com/github/ada/attn/" in text
+        assert "attention-course/attention-course" not in text
+    assert "https://github.com/ada/attn.git" in (tmp_path / "notebooks/05_global_attention.ipynb").read_text()
+
+
 # ------------------------------------------------------------------------------------- Binder
 
 def environment() -> dict:
@@ -132,7 +210,8 @@ def test_binder_environment_is_lean_conda_forge_with_cpu_torch():
 # requirements.in name -> conda-forge name (None: not needed on Binder)
 CONDA_NAMES = {"torch": "pytorch-cpu", "graphviz": "python-graphviz", "matplotlib": "matplotlib-base",
                "graphviz-pure": "graphviz",  # conda-forge graphviz ships the real `dot`
-               "playwright": None, "pytest-xdist": None}
+               "playwright": None, "pytest-xdist": None, "kubernetes-validate": None,
+               "uv": None}  # the installer of scripts/setup_venv.sh; conda installs itself
 
 
 def test_binder_environment_has_every_package_the_course_needs():
@@ -159,7 +238,10 @@ def pins(lines, separator) -> dict[str, str]:
 
 def test_environment_yml_pins_what_requirements_txt_pins():
     """Both routes test the same course: every conda package that has a pip twin carries its pin."""
-    required = pins((ROOT / "requirements.txt").read_text().splitlines(), "==")
+    from tests.test_setup import lock_for, marker_environment
+
+    # the lock's pins for environment.yml's Python 3.11 (a current release of it) on Linux
+    required = lock_for(marker_environment("3.11.7", "linux"))
     twins = {conda: pip for pip, conda in CONDA_NAMES.items() if conda} | {"pyyaml": "pyyaml"}
     twins.pop("graphviz")  # conda-forge's real Graphviz stands in for graphviz-pure
     unpinned_ok = {"graphviz", "pip"}

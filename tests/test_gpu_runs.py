@@ -22,7 +22,10 @@ H200 = gpu_runs.load()[0]
 def test_the_h200_run_is_shipped_with_its_provenance():
     assert H200["device"] == "NVIDIA H200" and H200["total_memory"] == 143_771 * 2 ** 20
     assert (H200["torch"], H200["cuda"]) == ("2.11", "13")
-    assert "issue 14" in H200["source"]
+    # provenance: what ran, where and when, and what stopped it on time (a 5 s limit per step)
+    assert "NVIDIA H200" in H200["source"] and H200["recorded"] == "2026-11-30"
+    assert (H200["budget_s"], H200["step_limit_s"]) == (None, 5.0)
+    assert "(no total budget)" in gpu_runs.growth(H200)
     assert (H200["R"], H200["H"], H200["c"], H200["dtype"]) == (300, 8, 8, "float32")
     runs = gpu_runs.runs_of(H200)
     assert {m: (r.sizes[-1], r.out_of_memory_at) for m, r in runs.items()} == {
@@ -76,7 +79,8 @@ def test_a_live_run_on_a_pretend_card_makes_a_record_that_round_trips(monkeypatc
     # measured on the pretend card = its predicted peak, so every ratio is 1
     assert all(r["ratio"] == pytest.approx(1) for r in gpu_runs.rows(record) if "ratio" in r)
     gpu_runs.show(record)
-    assert "Pretend GPU" in capsys.readouterr().out
+    shown = capsys.readouterr().out
+    assert "Pretend GPU" in shown and "the methods shared a budget of 60 s" in shown
 
 
 def load_script():

@@ -1,7 +1,12 @@
 """`make grade` on a hostile class (tests/hostile/): cheats, crashes, and students who attack the
-grader and the other students (issue 21). Graded once (lessons 00-02, two students at a time);
-the whole gradebook is compared with the one expected, and checksums show that nothing outside
-each student's own sandbox changed. Timings are printed (run with -s to see them).
+grader and the other students, the instructor's files and the sandbox as a whole. Graded once
+(lessons 00-02, two students at a time) from a class folder beside a git checkout of the course;
+inside the checkout lies a copy of the class as an old layout put it (collected/, roster.csv,
+seed, a shard's log, an OUT under build/), which no sandbox and no handout may see. The whole
+gradebook is compared with the one expected,
+checksums show that nothing outside each student's own sandbox changed, a spy shows what a
+sandbox sees, and the OUT is merged as a shard (its records verified). Timings are printed (run
+with -s to see them).
 """
 from __future__ import annotations
 
@@ -21,7 +26,8 @@ import pytest
 from course import ROOT
 from course.grading.names import shown
 from course.handout import build as build_handout
-from tests.hostile.classroom import COLUMNS, CSV_NAMES, EXPECTED, FAKE_LINE, LESSONS, TMP_MIB, build_class
+from tests.hostile.classroom import (CLASS_FILES, COLUMNS, CSV_NAMES, EXPECTED, FAKE_LINE, LATIN1,
+                                     LESSONS, TMP_MIB, build_class, course_checkout)
 
 CELL_TIMEOUT = 10     # seconds; the endless loop and the keepalives cost one of these
 CPU_LIMIT = 4         # CPU-seconds per process: the four spinning threads reach it first
@@ -40,42 +46,52 @@ def tree_digest(folder: Path, skip=("__pycache__",)) -> dict[str, str]:
         if path.is_symlink():
             found[relative] = "link:" + os.readlink(path)
         elif path.is_file():
-            found[relative] = hashlib.sha256(path.read_bytes()).hexdigest()
+            with open(path, "rb") as handle:
+                found[relative] = hashlib.file_digest(handle, "sha256").hexdigest()
     return found
 
 
-def _pwned_in_root() -> list[Path]:
-    return [p for p in (ROOT / "PWNED.txt", ROOT / "solutions" / "PWNED.txt",
-                        ROOT / "reports" / "PWNED.md") if p.exists()]
+def _pwned_in_root(course: Path) -> list[Path]:
+    return [p for root in (ROOT, course) for p in (
+        root / "PWNED.txt", root / "solutions" / "PWNED.txt", root / "reports" / "PWNED.md")
+        if p.exists()]
 
 
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory):
     base = tmp_path_factory.mktemp("class")
-    subs, out, work = base / "submissions", base / "out", base / "work"
+    course = course_checkout(base / "course")
+    subs, out, work = base / "class" / "collected", base / "class" / "grades", base / "work"
     work.mkdir()
-    build_class(subs, out, work)
+    build_class(subs, out, work, course)
+    seed = base / "class" / "seed"
+    shutil.copy2(course / "seed", seed)
+    # the same class inside the course, as an old layout put it: what no sandbox may see
+    shutil.copytree(subs, course / "collected", symlinks=True)
+    (course / "build" / "grades").mkdir(parents=True)
+    (course / "build" / "grades" / "gradebook.csv").write_text("student,total\nperfect,24\n")
     before = tree_digest(subs, skip=())
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "course.grading", "--submissions", str(subs), "--out", str(out),
          "--jobs", "2", "--lessons", *LESSONS, "--cell-timeout", str(CELL_TIMEOUT),
          "--cpu-limit", str(CPU_LIMIT), "--memory-limit", str(MEMORY_MIB), "--tmp-limit",
-         str(TMP_MIB), "--workdir", str(work), "--keep"],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,
-        timeout=1800)
+         str(TMP_MIB), "--workdir", str(work), "--keep", "--seed-file", str(seed)],
+        cwd=course, env={**os.environ, "PYTHONPATH": str(course)}, capture_output=True,
+        text=True, timeout=1800)
     seconds = time.perf_counter() - start
     print(done.stdout[-6000:], done.stderr[-3000:])
     print(f"hostile class of {len(EXPECTED)} graded in {seconds:.0f} s with --jobs 2")
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     time.sleep(2)  # anything a student left running would keep writing now
-    pwned = _pwned_in_root()
+    pwned = _pwned_in_root(course)
     for path in pwned:
         path.unlink()
     records = {json.loads(p.read_text(encoding="utf-8"))["student"]: json.loads(
         p.read_text(encoding="utf-8")) for p in (out / "students").glob("*.json")}
     yield {"out": out, "subs": subs, "work": work, "before": before, "pwned_root": pwned,
-           "stdout": done.stdout, "stderr": done.stderr, "records": records}
+           "stdout": done.stdout, "stderr": done.stderr, "records": records, "course": course,
+           "seed": seed}
     shutil.rmtree(work, ignore_errors=True)
 
 
@@ -140,7 +156,7 @@ def test_nothing_outside_a_sandbox_changed(hostile):
         if path.is_file() and path.suffix in (".md", ".csv", ".json"):
             assert "PWNED = 1" not in path.read_text(encoding="utf-8"), path
     pristine = next(hostile["work"].glob("grade-*/pristine"))
-    fresh = build_handout(hostile["work"] / "fresh")
+    fresh = build_handout(hostile["work"] / "fresh", source=hostile["course"])
     fresh_digest = {k: v for k, v in tree_digest(fresh).items() if not k.startswith("course/grading")}
     assert tree_digest(pristine) == fresh_digest, "the pristine copy changed"
     assert not list(hostile["work"].glob("PWNED*"))
@@ -175,3 +191,98 @@ def test_hostile_reports_say_why(hostile):
     assert len(report("flood_of_output")) < 20_000
     assert (hostile["out"] / "raw" / "flood_of_output" / "sandbox-output.txt").stat().st_size < 2 << 20
     assert "UNSAFE" not in report("perfect")
+
+
+# ------------------------------------------- issue 29: the instructor's files, the sandbox
+
+def _spy(hostile) -> dict:
+    log = (hostile["out"] / "raw" / "spy" / "sandbox-output.txt").read_text(errors="replace")
+    line = next(line for line in log.splitlines() if line.startswith("SPY "))
+    return json.loads(line[len("SPY "):])
+
+
+def test_the_spy_finds_no_classmate_no_roster_no_seed(hostile):
+    """Finding 1: the grader's pristine copy came from whatever lay in the course folder, so
+    every sandbox's /course held the collected class, the roster and the seed."""
+    seen, course = _spy(hostile), hostile["course"]
+    text = json.dumps(seen, ensure_ascii=False)
+    seed = (course / "seed").read_text().strip()
+    secrets = [seed, "roster", "collected", "shard-1", "grades", str(course), str(hostile["work"]),
+               "cheat_harm_others", "keepalive_fast", "先生A", "fork_storm", "Ann_Lee"]
+    assert [s for s in secrets if s in text] == []
+    pristine = next(hostile["work"].glob("grade-*/pristine"))
+    handout = sorted(p.relative_to(pristine).as_posix() for p in pristine.rglob("*")
+                     if p.is_file() and "__pycache__" not in p.parts)
+    assert seen["release"] == handout  # the release and the student's exercises/, nothing else
+    assert not {"collected", "roster.csv", "seed", "shard-1.log", "build"} & set(
+        seen["parents"].get("/course", []))
+    assert len(seen["proc"]) <= 4, seen["proc"]  # its own sandbox's processes only
+    assert seen["dev_write"][1] == "Read-only file system"              # finding 3
+    assert seen["shm"][0] <= 16 and seen["shm"][1] == "No space left on device", seen["shm"]
+
+
+def test_a_class_inside_the_course_is_refused_and_left_out(hostile):
+    """The class lives beside the course: a grading run pointed inside it is refused before
+    anything is graded, with the fix; a handout made from a course folder that holds a class
+    holds none of it."""
+    course = hostile["course"]
+    refused = subprocess.run(
+        [sys.executable, "-m", "course.grading", "--submissions", str(course / "collected"),
+         "--out", str(hostile["work"] / "never"), "--seed-file", str(course / "seed")],
+        cwd=course, env={**os.environ, "PYTHONPATH": str(course)}, capture_output=True, text=True,
+        timeout=300)
+    assert refused.returncode != 0 and "lies inside the course" in refused.stderr, refused.stderr
+    assert "SUBMISSIONS=../class/collected" in refused.stderr
+    assert not (hostile["work"] / "never").exists()
+    handout = build_handout(hostile["work"] / "handout-from-a-class-folder", source=course)
+    names = {p.relative_to(handout).parts[0] for p in handout.rglob("*")}
+    assert not names & {"collected", "seed", "build", *CLASS_FILES}, names
+
+
+def test_a_name_that_is_no_utf8_is_one_row(hostile):
+    """Finding 2: a Latin-1 folder name crashed the class (every student after it lost);
+    finding 6: its sparse 300 MB __init__.py was read whole."""
+    record = hostile["records"][LATIN1]
+    assert record["report_name"] == "caf_~dafd66c0b989"
+    report = _report(hostile, LATIN1)
+    assert report.startswith("# caf\\xe9: 8 / 8 points")
+    assert "exercises/r\\xe9sum\\xe9.py (not a module name)" in report
+    assert "exercises/__init__.py (the course's own is used)" in report
+    assert "caf\\xe9,ok,8,8," in (hostile["out"] / "gradebook.csv").read_text(encoding="utf-8")
+
+
+def test_a_process_storm_is_bounded(hostile):
+    """Finding 4: as root, RLIMIT_NPROC was ignored (100 of 100 forks) and a tree of spinners
+    had no bound but each process's own CPU time."""
+    log = (hostile["out"] / "raw" / "fork_storm" / "sandbox-output.txt").read_text(errors="replace")
+    forked = re.search(r"STORM forked (\d+) of 400 \((.*)\)", log)
+    if forked:  # (a machine busy enough may see the crowd of fresh forks, and stop it, first)
+        assert int(forked[1]) < 64 and forked[2] == "Resource temporarily unavailable", log
+    assert "the grader stopped the sandbox" in log or "TIMEOUT" in _report(hostile, "fork_storm")
+    print(f"fork_storm: {forked and forked[1]} forks, {hostile['records']['fork_storm']['seconds']} s")
+
+
+def test_merge_verifies_what_a_shard_says(hostile, tmp_path):
+    """Finding 5: an edited record (999 points) merged as 999/8, and a report name such as
+    ../../../X wrote outside OUT."""
+    from course.grading.merge import MergeError, merge
+
+    part = tmp_path / "part"
+    shutil.copytree(hostile["out"], part, symlinks=True)
+    merged = merge([part], tmp_path / "merged", seed_file=hostile["seed"])
+    assert len(merged) == len(EXPECTED)
+    assert (tmp_path / "merged" / "gradebook.csv").read_text(encoding="utf-8") == \
+        (hostile["out"] / "gradebook.csv").read_text(encoding="utf-8")
+    record = part / "students" / "perfect.json"
+    honest = record.read_text(encoding="utf-8")
+    record.write_text(honest.replace('"total": 8.0', '"total": 999.0'), encoding="utf-8")
+    with pytest.raises(MergeError, match="perfect.json .fails its MAC"):
+        merge([part], tmp_path / "merged")
+    escape = json.loads(honest)
+    escape["report_name"] = "../../../X"
+    from course.grading import records as rec
+
+    record.write_text(rec.dumps(rec.signed(escape, rec.out_key(part))), encoding="utf-8")
+    with pytest.raises(MergeError, match="perfect.json .its report name is not its folder's"):
+        merge([part], tmp_path / "merged")
+    assert not (tmp_path / "X.json").exists() and not (tmp_path / "X.md").exists()

@@ -323,3 +323,289 @@ def test_without_its_fork_server_a_sandbox_starts_by_exec(tmp_path):
     server.close()  # as if it had died during the run
     proc, reports = _sandboxed(tmp_path, server)
     assert proc.poll() == 0 and len(reports) == 1 and not server.alive
+
+
+# ------------------------------------------- issue 29: the sandbox as a whole, names, reads
+
+STORM = r'''
+import json, os, sys, time
+print(json.dumps({"start": 0}), flush=True)
+forked, error = 0, None
+ready_r, ready_w = os.pipe()
+for _ in range(int(sys.argv[1])):
+    try:
+        pid = os.fork()
+    except OSError as err:
+        error = err.strerror
+        break
+    if pid == 0:
+        if sys.argv[2] == "spin":
+            while True:
+                pass
+        if sys.argv[2] == "eat":  # one after the other: memory, not a crowd, is what grows
+            block = bytearray(200 << 20)  # touched: resident, private
+            os.write(ready_w, b"x")
+            time.sleep(30)
+        time.sleep(2)
+        os._exit(0)
+    if sys.argv[2] == "eat":
+        os.read(ready_r, 1)
+    forked += 1
+print(f"forked {forked} ({error})", file=sys.stderr, flush=True)
+if sys.argv[2] == "sleep":
+    print(json.dumps({"done": 0, "forked": forked, "error": error}), flush=True)
+else:
+    time.sleep(60)
+'''
+
+
+def _storm(tmp_path, server, mode, count, limits):
+    """supervise() over one sandboxed storm: (its result, the log, seconds); `tmp_path` must be
+    reachable by the uid the sandbox runs as."""
+    from course.grading.sandbox import Layout, Sandbox, interpreter
+
+    (tmp_path / "bin").mkdir(exist_ok=True)
+    (tmp_path / "bin" / "storm.py").write_text(STORM)
+    box = Sandbox(Layout(tmpfs={"/tmp": 8 << 20}, ro={"/probe": tmp_path / "bin"}), server=server)
+    began = time.monotonic()
+    run = supervise(lambda rest: box.start([interpreter(), "/probe/storm.py", str(count), mode],
+                                           limits), [0], 60.0, began + 90, tmp_path / "log.txt")
+    return run.results[0], (tmp_path / "log.txt").read_text(), time.monotonic() - began
+
+
+@pytest.fixture
+def as_job_slots():
+    """Sandboxes started in this thread run as a job slot's unprivileged uid (root only); yields
+    a working folder those uids reach, as the grader's own (under the system's tmp)."""
+    import tempfile
+
+    from course.grading import identity as ids
+    from course.grading.sandbox import bwrap_problem, python_roots
+
+    if os.geteuid() != 0:
+        pytest.skip("job slots' uids are root's way; a normal user's sandboxes run as that user")
+    work = Path(tempfile.mkdtemp(prefix="grade-"))
+    slots = ids.Slots(work, python_roots())
+    problem = ids.ids_free() or (None if ids.reachable(work, ids.SLOT_UID, ids.SLOT_GID) else
+                                 f"{work.parent} is closed") or bwrap_problem(slots.identity(0))
+    if problem:
+        shutil.rmtree(work)
+        pytest.skip(f"job slots cannot run here: {problem}")
+    ids.configure(slots)
+    try:
+        with ids.slot():
+            yield work
+    finally:
+        ids.configure(None)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+FORKS = ("import json, os, time\nforked, error = 0, None\nfor _ in range(100):\n    try:\n"
+         "        pid = os.fork()\n    except OSError as err:\n        error = err.strerror\n"
+         "        break\n    if pid == 0:\n        time.sleep(2)\n        os._exit(0)\n"
+         "    forked += 1\nprint(json.dumps({'forked': forked, 'error': error}), flush=True)\n")
+
+
+@needs_bwrap
+@pytest.mark.parametrize("how", ["exec", "fork"])
+def test_a_process_limit_holds_per_sandbox(how, tmp_path, request):
+    """Finding 4: as root, the kernel ignores RLIMIT_NPROC (uid 0 is exempt even inside a user
+    namespace): 100 of 100 forks; a job slot's uid makes it hold. (As a normal user: below.)"""
+    from course.grading.sandbox import Limits
+
+    server = request.getfixturevalue("fork_server") if how == "fork" else None
+    if os.geteuid() == 0:
+        _, reports = _sandboxed(tmp_path, server, FORKS, Limits(nproc=20))
+        assert reports == [{"forked": 100, "error": None}], "root without a job slot: no limit"
+        tmp_path = request.getfixturevalue("as_job_slots")
+    _, reports = _sandboxed(tmp_path, server, FORKS, Limits(nproc=20))
+    assert reports[0]["forked"] < 20 and reports[0]["error"] == "Resource temporarily unavailable"
+
+
+@needs_bwrap
+@pytest.mark.parametrize("kind", ["spin", "eat"])
+def test_a_storm_is_stopped_as_a_whole(kind, tmp_path, fork_server):
+    """A tree of spinners (each under its own CPU limit) or of forks that each hold 200 MiB
+    (each under its own memory limit): the sandbox's watch kills the whole tree."""
+    from course.grading.sandbox import Limits
+
+    result, log, seconds = _storm(tmp_path, fork_server, kind, 12,
+                                  Limits(memory_mib=2000, cpu_seconds=60, nproc=32))
+    assert "the grader stopped the sandbox" in log, log
+    assert result.done is None and result.cpu_limit == (kind == "spin")
+    assert ("at once" if kind == "spin" else "MiB together") in log
+    print(f"{kind}: stopped after {seconds:.1f} s")
+
+
+@needs_bwrap
+@pytest.mark.parametrize("how", ["exec", "fork"])
+def test_dev_is_read_only_and_shm_small(how, tmp_path, request):
+    """Finding 3: /dev/shm was a tmpfs of half the host's memory, outside every limit."""
+    server = request.getfixturevalue("fork_server") if how == "fork" else None
+    script = ("import json, ctypes\n"
+              "def fill(path, n):\n    done = 0\n    try:\n"
+              "        with open(path, 'wb') as f:\n            for _ in range(n):\n"
+              "                f.write(b'x' * (1 << 20)); done += 1\n"
+              "    except OSError as err:\n        return [done, err.strerror]\n    return [done, None]\n"
+              "print(json.dumps({'dev': fill('/dev/x', 1), 'shm': fill('/dev/shm/x', 64),\n"
+              "    'userns': ctypes.CDLL(None).unshare(0x10000000)}), flush=True)\n")
+    proc, reports = _sandboxed(tmp_path, server, script)
+    assert reports == [{"dev": [0, "Read-only file system"], "shm": [16, "No space left on device"],
+                        "userns": -1}]
+
+
+NORMAL_USER = "attention-grader-test"
+AS_USER = r'''
+import json, os, sys, threading, time
+sys.path.insert(0, sys.argv[1])
+from pathlib import Path
+from course.grading.sandbox import Layout, Limits, Sandbox, interpreter
+from course.grading.supervise import supervise
+here = Path(sys.argv[2])
+def box():
+    return Sandbox(Layout(tmpfs={"/tmp": 8 << 20}, ro={"/probe": here}))
+def forks(found, key):  # the process limit alone: no supervisor
+    proc = box().start([interpreter(), "/probe/forks.py"], Limits(nproc=20))
+    data = b""
+    while chunk := os.read(proc.out, 1 << 16):
+        data += chunk
+    proc.close()
+    found[key] = json.loads(data)
+def storm(found):
+    began = time.monotonic()
+    run = supervise(lambda rest: box().start([interpreter(), "/probe/storm.py", "12", "spin"],
+                                             Limits(cpu_seconds=60, nproc=32)),
+                    [0], 60.0, began + 90, here / "spin.log")
+    found["spin"] = [run.results[0].done, run.results[0].cpu_limit, (here / "spin.log").read_text()]
+found = {}
+threads = [threading.Thread(target=forks, args=(found, k)) for k in ("a", "b")]  # at once
+threads.append(threading.Thread(target=storm, args=(found,)))
+for t in threads: t.start()
+for t in threads: t.join()
+print(json.dumps(found))
+'''
+
+
+@pytest.fixture(scope="module")
+def normal_user():
+    """A user of this machine with no privilege, made for these tests (root only)."""
+    import pwd
+
+    if os.geteuid() != 0:
+        pytest.skip("the tests run as a normal user already: the tests above are that user's")
+    python = shutil.which("python3", path="/usr/bin:/bin")
+    if python is None:
+        pytest.skip("no system python3 the test user can run (the environment's lives under "
+                    f"{sys.base_prefix}, which may be closed to other users)")
+    made = False
+    try:
+        pwd.getpwnam(NORMAL_USER)
+    except KeyError:
+        if subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/bin/false",
+                           NORMAL_USER], capture_output=True).returncode != 0:
+            pytest.skip("useradd failed: cannot make a normal user to test as")
+        made = True
+    yield pwd.getpwnam(NORMAL_USER), python
+    if made:
+        subprocess.run(["userdel", NORMAL_USER], capture_output=True)
+
+
+@needs_bwrap
+def test_as_a_normal_user_the_limits_hold_per_sandbox(normal_user):
+    """The same limits for an instructor who is no root: the process limit counts each
+    sandbox's own processes (two at once reach it each), the watch stops a storm."""
+    import tempfile
+
+    user, python = normal_user
+    for folder in [*ROOT.parents, ROOT]:
+        if not os.stat(folder).st_mode & 0o001:
+            pytest.skip(f"{folder} (on the way to the course) is closed to other users")
+    here = Path(tempfile.mkdtemp(prefix="grade-as-user-"))
+    request_cleanup = here
+    (here / "storm.py").write_text(STORM)
+    (here / "forks.py").write_text(FORKS)
+    (here / "as_user.py").write_text(AS_USER)
+    os.chown(here, user.pw_uid, user.pw_gid)
+    done = subprocess.run([python, str(here / "as_user.py"), str(ROOT), str(here)], cwd=here,
+                          user=user.pw_uid, group=user.pw_gid, extra_groups=[],
+                          env={"PATH": "/usr/bin:/bin", "HOME": str(here)}, capture_output=True,
+                          text=True, timeout=300)
+    shutil.rmtree(request_cleanup, ignore_errors=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout)
+    for key in ("a", "b"):  # two sandboxes of one user at once: each its own count
+        assert 10 < found[key]["forked"] < 20 and found[key]["error"], found[key]
+    assert found["spin"][0] is None and found["spin"][1], found["spin"]
+    assert "stopped the sandbox" in found["spin"][2]
+
+
+# ------------------------------------------------------------ names that are no UTF-8, reads
+
+def test_names_are_bytes_until_shown(tmp_path):
+    from course.grading import records as rec
+    from course.grading.records import CheckRecord, StudentRecord
+
+    latin1 = os.fsdecode(b"caf\xe9")
+    assert shown(latin1) == "caf\\xe9" and csv_cell(latin1) == "caf\\xe9"
+    assert report_name(latin1) == "caf_~dafd66c0b989" != report_name("café") == "café"
+    (tmp_path / rec.SEED_FILE).write_text("12345\n")
+    record = StudentRecord(latin1, report_name(latin1), "ok", 1.0, 1.0,
+                           [CheckRecord("00.batched_dot", "00", 1.0, 1.0, True, "PASS")],
+                           ignored=[f"{latin1}.py (not a module name)"])
+    path = rec.save_student(tmp_path, record)
+    path.read_bytes().decode("utf-8")  # every file in OUT is UTF-8
+    assert rec.load_students(tmp_path)[report_name(latin1)] == record  # and reads back the same
+    data = json.loads(path.read_text(encoding="utf-8"))
+    assert rec.verify(data, rec.mac_key(12345)) and not rec.verify(data, rec.mac_key(12346))
+    assert not rec.verify({**data, "total": 999.0}, rec.mac_key(12345))
+
+
+def test_a_record_the_grader_did_not_write_is_left_out_of_a_resumed_run(tmp_path, capsys):
+    """OUT's records are read back on every resumed run and regrade: one edited (999 points, or
+    naming another student's report) or damaged is left out, so that student is graded again."""
+    from course.grading import records as rec
+    from course.grading.records import CheckRecord, StudentRecord
+
+    (tmp_path / rec.SEED_FILE).write_text("12345\n")
+    for name in ("ann", "bob", "cy", "dan"):
+        rec.save_student(tmp_path, StudentRecord(name, name, "ok", 1.0, 1.0, [
+            CheckRecord("00.batched_dot", "00", 1.0, 1.0, True, "PASS")]))
+    folder = tmp_path / rec.STUDENTS_DIR
+    edited = json.loads((folder / "bob.json").read_text())
+    (folder / "bob.json").write_text(json.dumps({**edited, "total": 999.0}))
+    (folder / "cy.json").write_text((folder / "ann.json").read_text())  # a valid record, moved
+    (folder / "dan.json").write_text("{not json")
+    assert sorted(rec.load_students(tmp_path)) == ["ann"]
+    err = capsys.readouterr().err
+    assert "bob.json left out: its MAC does not verify" in err
+    assert "cy.json left out: it names another report" in err
+    assert "dan.json left out: it cannot be read (JSONDecodeError)" in err
+
+
+def test_submitted_files_are_stated_then_read_with_a_bound(tmp_path):
+    """Finding 6: a sparse 300 MB exercises/__init__.py was read whole (+300 MB resident)."""
+    import tracemalloc
+
+    from course.grading import submission
+
+    folder = tmp_path / "exercises"
+    folder.mkdir()
+    with open(folder / "__init__.py", "wb") as handle:
+        handle.truncate(300 << 20)
+    with open(folder / "warmup.py", "wb") as handle:
+        handle.truncate(300 << 20)
+    (folder / "softmax.py").write_text("X = 1\n")
+    (folder / os.fsdecode(b"r\xe9sum\xe9.py")).write_text("Y = 2\n")
+    tracemalloc.start()
+    taken, ignored = submission.take_files(folder, ["warmup", "softmax"], b"")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert taken == {"softmax.py": b"X = 1\n"} and peak < 4 << 20, peak
+    assert ignored == ["__init__.py (the course's own is used)", "r\\xe9sum\\xe9.py (not a module "
+                       "name)", "warmup.py (over 1024 KiB)"]
+    crowded = tmp_path / "crowded"
+    crowded.mkdir()
+    for i in range(submission.MAX_ENTRIES + 1):
+        (crowded / f"f{i}.txt").touch()
+    with pytest.raises(submission.TooLarge, match="holds more than 2000 entries"):
+        submission.find_exercises(crowded)

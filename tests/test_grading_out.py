@@ -1,7 +1,9 @@
-"""OUT across runs (issue 22): a late student adds a row and changes no other, STUDENTS= regrades
-only those folders, a run killed or stopped keeps every finished student and the same command
-resumes, a run that would grade differently from the class in OUT is refused; and FULL=1 grades
-a perfect student `ok` (it gave everyone `memory-limit`). Small classes, lesson 00 only."""
+"""OUT across runs: a late student adds a row and changes no other, STUDENTS= regrades only those
+folders (whole names, spaces and all) as OUT's class was graded (its lessons, limits, roster), the
+LMS files follow every run, a run killed or stopped keeps every finished student and the same
+command resumes, a run that would grade differently from the class in OUT is refused before any
+set-up; and FULL=1 grades a perfect student `ok` (it gave everyone `memory-limit`). Small
+classes, lesson 00 only."""
 from __future__ import annotations
 
 import csv
@@ -108,6 +110,14 @@ def _when_graded(proc: subprocess.Popen, out: Path, count: int) -> None:
         time.sleep(0.2)
 
 
+def _when_started(proc: subprocess.Popen, out: Path, name: str) -> None:
+    """Until the run has begun grading `name`: the grader makes its raw/ folder then."""
+    deadline = time.monotonic() + 600
+    while not (out / "raw" / name).is_dir():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.05)
+
+
 def test_a_killed_or_stopped_run_keeps_its_students_and_resumes(tmp_path):
     subs, out = tmp_path / "subs", tmp_path / "out"
     for name in ("ada", "bob", "cy"):
@@ -121,9 +131,12 @@ def test_a_killed_or_stopped_run_keeps_its_students_and_resumes(tmp_path):
     book = rows(out)  # whole and valid: written atomically after each student
     assert 2 <= len(book) <= 3 and all(line.endswith(",ok,1,1,1,") for line in book.values())
 
+    shutil.rmtree(out / "raw" / "zed", ignore_errors=True)  # if the killed run had begun it
     stopped = _start(subs, out)  # resumes; Ctrl-C while zed runs
-    _when_graded(stopped, out, 3)
-    time.sleep(1)
+    _when_graded(stopped, out, 3)  # cy recorded,
+    _when_started(stopped, out, "zed")  # zed begun: 20 s of endless loop before its record
+    # (not frozen first: a stopped process takes a signal on whichever thread runs first when
+    # it resumes, and a worker thread's Ctrl-C does not wake the main one)
     stopped.send_signal(signal.SIGINT)
     _, stderr = stopped.communicate(timeout=120)
     assert stopped.returncode == 130 and "the same command resumes" in stderr, stderr
@@ -146,3 +159,67 @@ def test_full_notebooks_do_not_mistake_printed_text_for_memory_errors(tmp_path):
     assert done.returncode == 0, done.stderr
     assert rows(tmp_path / "out")["ada"] == "ada,ok,2,2,1,1,", (tmp_path / "out" / "reports" /
                                                                 "ada.md").read_text()
+
+
+ROSTER = "folder,lms_id,email\nada,1,a@x\nAnn Lee,2,b@x\ncy,3,c@x\n"
+
+
+def canvas_totals(out: Path) -> dict[str, str]:
+    text = (out / "lms" / "canvas.csv").read_text()
+    return {r["ID"]: r["Attention course"] for r in csv.DictReader(io.StringIO(text))
+            if r["Student"] != "Points Possible"}
+
+
+def test_a_regrade_grades_as_out_was_graded_and_the_lms_files_follow(tmp_path):
+    """The first run sets lessons, a limit and the roster; a regrade of 'Ann Lee' (a folder
+    name with a space) and a late student's run give none of them again, and the LMS files
+    follow both."""
+    subs, out, roster = tmp_path / "subs", tmp_path / "out", tmp_path / "roster.csv"
+    write(subs / "ada" / "exercises", PERFECT)
+    write(subs / "Ann Lee" / "exercises", {**PERFECT, "warmup.py": BUG})
+    roster.write_text(ROSTER)
+    first = grade(subs, out, "--cell-timeout", "30", "--roster", str(roster))
+    assert first.returncode == 0, first.stderr
+    assert canvas_totals(out) == {"1": "1", "2": "0", "3": "0"}
+
+    write(subs / "Ann Lee" / "exercises", PERFECT)
+    regrade = subprocess.run(
+        [sys.executable, "-m", "course.grading", "--submissions", str(subs), "--out", str(out),
+         "--students", "Ann Lee"], cwd=ROOT, capture_output=True, text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=900)
+    assert regrade.returncode == 0, regrade.stderr
+    assert "lessons 00; its points; cell_timeout; hidden_timeout" in regrade.stderr
+    assert "Ann Lee: ok, 1/1" in regrade.stdout and "set-up " in regrade.stdout
+    assert canvas_totals(out) == {"1": "1", "2": "1", "3": "0"}
+    assert json.loads((out / "class.json").read_text())["settings"]["cell_timeout"] == 30
+
+    write(subs / "cy" / "exercises", PERFECT)  # late: the same command without any option
+    late = subprocess.run(
+        [sys.executable, "-m", "course.grading", "--submissions", str(subs), "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=900)
+    assert late.returncode == 0, late.stderr
+    assert "grading 1 submission(s)" in late.stdout
+    assert canvas_totals(out) == {"1": "1", "2": "1", "3": "1"}
+
+
+def test_mistakes_are_refused_before_the_set_up(tmp_path):
+    """A roster that cannot be used, a folder STUDENTS does not name, an OUT inside the course,
+    other lessons than OUT's: each refused with its fix, before the set-up (nothing printed of
+    it, nothing written)."""
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    write(subs / "ada" / "exercises", PERFECT)
+    bad = tmp_path / "roster.csv"
+    bad.write_text("student,lms_id\nada,1\n")
+    for extra, said in ((["--roster", str(bad)], "needs a `folder` column"),
+                        (["--students", "Ann Lee"], "STUDENTS names no folder"),
+                        (["--roster", str(ROOT / "roster.csv")], "ROSTER=")):
+        done = grade(subs, out, *extra)
+        assert done.returncode == 2 and said in done.stderr, done.stderr
+        assert "set-up" not in done.stdout and not out.exists()
+    inside = grade(subs, ROOT / "grades")
+    assert inside.returncode == 2 and "keep the class beside the course" in inside.stderr
+    assert grade(subs, out).returncode == 0
+    other = grade(subs, out, "--lessons", "00-01")
+    assert other.returncode == 2 and "OUT has lessons 00, this run 00, 01" in other.stderr
+    assert "set-up" not in other.stdout

@@ -1,4 +1,5 @@
-"""An instructor's term around `make grade`: LMS files, feedback to hand back, shards merged.
+"""An instructor's term around `make grade`: LMS files (read as Canvas's importer and a model of
+Moodle's read them), feedback to hand back, the hand-back zips, shards merged.
 
 Fast tests build records by hand (records.py is the contract the grader writes); the slow one
 grades a small class on one machine and in three shards and checks that the merge is the same
@@ -21,7 +22,8 @@ from course.grading.lms import RosterError, canvas_csv, moodle_csv, read_roster,
 from course.grading.merge import MergeError, merge
 from course.grading.names import csv_cell
 from course.grading.records import CheckRecord, ClassInfo, StudentRecord
-from tests.lms_formats import read_canvas, read_moodle
+from tests.lms_formats import moodle_import, read_canvas
+from tests.term_class import tree
 
 DATA = ROOT / "tests" / "data" / "lms"
 CHECKS = ["00.batched_dot", "01.stable_softmax", "01.scaled_scores"]
@@ -79,9 +81,9 @@ def the_class() -> list[StudentRecord]:
 
 def test_roster_headers_are_matched_loosely_and_duplicates_refused(tmp_path):
     roster = read_roster(DATA / "roster.csv")
-    assert [e.folder for e in roster] == ["ada", "bob", "cy", "eve"]
+    assert [e.folder for e in roster] == ["ada", "bob", "cy", "eve", "fay"]
     assert roster[0].lms_id == "4211" and roster[0].email == "ada@example.edu"
-    assert roster[0].name == "Lovelace, Ada" and roster[3].email == ""
+    assert roster[0].name == "Lovelace, Ada" and roster[3].email == "" and roster[4].lms_id == ""
     semicolons = tmp_path / "excel.csv"  # Excel in many locales: a BOM and semicolons
     semicolons.write_text("\ufeffFolder;LMS ID;Email;Name;Section\nada;4211;a@x;Ada;1\n",
                           encoding="utf-8")
@@ -90,6 +92,11 @@ def test_roster_headers_are_matched_loosely_and_duplicates_refused(tmp_path):
     twice.write_text("folder,lms_id\nada,1\nbob,1\n")
     with pytest.raises(RosterError, match="lines 2 and 3: the same lms_id"):
         read_roster(twice)
+    # one student to a database that ignores case and accents (MySQL's *_ci collations)
+    for first, second in (("AB12", "ab12"), ("José", "jose")):
+        twice.write_text(f"folder,lms_id\nada,{first}\nbob,{second}\n", encoding="utf-8")
+        with pytest.raises(RosterError, match="the same lms_id"):
+            read_roster(twice)
     no_folder = tmp_path / "nofolder.csv"
     no_folder.write_text("student,lms_id\nada,1\n")
     with pytest.raises(RosterError, match="needs a `folder` column"):
@@ -105,44 +112,114 @@ def test_the_samples_from_the_docs_read_as_the_importers_read_them():
     assert canvas["assignments"] == ["Homework 1 (1234)", "Quiz 1"]
     assert canvas["points"] == {"Homework 1 (1234)": "10", "Quiz 1": "5"}
     assert canvas["students"][1]["sis_login_id"] == "charles@example.edu"
-    moodle = read_moodle((DATA / "moodle_export_sample.csv").read_text(), "Email address",
-                         "useremail", ["Assignment: Homework 1 (Real)"])
-    assert moodle["grades"]["charles@example.edu"] == {"Assignment: Homework 1 (Real)": None}
+    users = [{"id": 11, "username": "ada", "idnumber": "4211", "email": "ada@example.edu"},
+             {"id": 12, "username": "charles", "idnumber": "4212", "email": "charles@example.edu"}]
+    moodle = moodle_import((DATA / "moodle_export_sample.csv").read_text(), users,
+                           "Email address", "useremail", ["Assignment: Homework 1 (Real)"])
+    assert moodle["ok"] and moodle["grades"] == {11: {"Assignment: Homework 1 (Real)": 9.0}}
 
 
-def test_canvas_file_has_the_export_columns_and_points_possible():
+def test_canvas_files_have_the_export_columns_and_points_possible():
     roster = read_roster(DATA / "roster.csv")
-    text = canvas_csv(info(), roster, {r.student: r for r in the_class()}, per_lesson=True)
+    graded = {r.student: r for r in the_class()}
+    text = canvas_csv(info(), roster, graded)
     sample = next(csv.reader(io.StringIO((DATA / "canvas_export_sample.csv").read_text())))
     assert next(csv.reader(io.StringIO(text)))[:5] == sample[:5]  # Student .. Section, as exported
     got = read_canvas(text)
-    assert got["assignments"] == ["Attention course", "Attention course: lesson 00",
-                                  "Attention course: lesson 01"]
-    assert got["points"] == {"Attention course": "4.5", "Attention course: lesson 00": "1",
-                             "Attention course: lesson 01": "3.5"}
-    rows = {s["id"]: s for s in got["students"]}
-    assert rows["4211"]["scores"] == {"Attention course": 4.5, "Attention course: lesson 00": 1.0,
-                                      "Attention course: lesson 01": 3.5}
-    assert rows["4212"]["scores"]["Attention course"] == 3.5
-    assert rows["4213"]["scores"]["Attention course"] == 0.0  # unconfirmed and blocked: 0
-    assert rows["4214"]["scores"]["Attention course"] == 0.0  # eve: in the roster, no submission
-    assert rows["4211"]["sis_login_id"] == "ada@example.edu" and rows["4211"]["section"] == "Section 1"
+    assert got["assignments"] == ["Attention course"] and got["points"] == {"Attention course": "4.5"}
+    rows = {s["id"] or s["sis_login_id"]: s["scores"]["Attention course"] for s in got["students"]}
+    # cy: unconfirmed and blocked; eve: no submission; fay: no ID, found by her login (email)
+    assert rows == {"4211": 4.5, "4212": 3.5, "4213": 0.0, "4214": 0.0, "fay@example.edu": 0.0}
     assert "dee" not in text  # graded but not in the roster: listed elsewhere, not imported
     assert text.encode() == (DATA / "expected_canvas.csv").read_bytes()
+    lessons = read_canvas(canvas_csv(info(), roster, graded, by_lesson=True))
+    assert lessons["assignments"] == ["Attention course: lesson 00", "Attention course: lesson 01"]
+    assert lessons["points"] == {"Attention course: lesson 00": "1",
+                                 "Attention course: lesson 01": "3.5"}
+    assert lessons["students"][0]["scores"] == {"Attention course: lesson 00": 1.0,
+                                                "Attention course: lesson 01": 3.5}
 
 
-def test_moodle_file_maps_by_email_or_by_id_number():
+def site(roster) -> list[dict]:
+    """A Moodle site with one user per roster student (their profile's ID number and email as
+    the roster has them, empty where it has none) and two other users."""
+    users = [{"id": 100 + i, "username": e.folder, "idnumber": e.lms_id, "email": e.email}
+             for i, e in enumerate(roster)]
+    return users + [{"id": 900, "username": "teacher", "idnumber": "", "email": ""},
+                    {"id": 901, "username": "other", "idnumber": "9999", "email": "o@x"}]
+
+
+def imported_as_intended(text: str, roster, graded, column: str = "Attention course") -> dict:
+    """Moodle's import of `text` (by ID number) on `site(roster)`: every grade lands on the
+    student whose row it is, or the import fails; returns the grades by folder."""
+    users = site(roster)
+    result = moodle_import(text, users, "ID number", "useridnumber", [column])
+    assert result["ok"], result["error"]
+    folder_of = {u["id"]: u["username"] for u in users}
+    got = {folder_of[uid]: grades[column] for uid, grades in result["grades"].items()}
+    for folder, grade in got.items():
+        record = graded.get(folder)
+        assert grade == (record.total if record else 0.0), (folder, grade)
+    return got
+
+
+def test_moodle_file_maps_by_id_number_and_never_misfiles():
     roster = read_roster(DATA / "roster.csv")
-    text = moodle_csv(info(), roster, {r.student: r for r in the_class()})
-    by_email = read_moodle(text, "Email address", "useremail", ["Attention course"])
-    assert by_email["grades"] == {"ada@example.edu": {"Attention course": 4.5},
-                                  "bob@example.edu": {"Attention course": 3.5},
-                                  "cy@example.edu": {"Attention course": 0.0}}
-    assert [row[1] for row in by_email["skipped"]] == ["4214"]  # eve has no email: summary says so
-    by_number = read_moodle(text, "ID number", "useridnumber", ["Attention course"])
-    assert by_number["grades"]["4214"] == {"Attention course": 0.0}
-    assert text.splitlines()[0] == "Email address,ID number,Full name,Section,Attention course"
+    graded = {r.student: r for r in the_class()}
+    text = moodle_csv(info(), roster, graded)
+    assert text.splitlines()[0] == "ID number,Full name,Section,Attention course"
+    assert imported_as_intended(text, roster, graded) == {
+        "ada": 4.5, "bob": 3.5, "cy": 0.0, "eve": 0.0}  # fay has no ID number: left out
     assert text.encode() == (DATA / "expected_moodle.csv").read_bytes()
+    lessons = moodle_csv(info(), roster, graded, by_lesson=True)
+    header = lessons.splitlines()[0].split(",")
+    assert header == ["ID number", "Full name", "Section", "Attention course: lesson 00",
+                      "Attention course: lesson 01"]  # no total: it would count twice
+    result = moodle_import(lessons, site(roster), "ID number", "useridnumber", header[3:])
+    assert result["ok"] and result["grades"][100] == {"Attention course: lesson 00": 1.0,
+                                                      "Attention course: lesson 01": 3.5}
+
+
+def test_the_model_of_moodle_catches_the_row_that_takes_anothers_grade():
+    """The issue's case, in the earlier file's form (mapped by email): a row without an email
+    keeps the student of the row above, so ivy's 0 lands on hal; as the first row it stops the
+    whole import. The model must see both, or it proves nothing about the file we write."""
+    users = [{"id": 1, "username": "hal", "idnumber": "1", "email": "hal@x"},
+             {"id": 2, "username": "ivy", "idnumber": "2", "email": ""}]
+    old = "Email address,ID number,Full name,Attention course\r\nhal@x,1,Hal,10\r\n,2,Ivy,0\r\n"
+    result = moodle_import(old, users, "Email address", "useremail", ["Attention course"])
+    assert result["ok"] and result["grades"] == {1: {"Attention course": 0.0}}  # hal's 10 lost
+    first = "Email address,Attention course\r\n,0\r\nhal@x,10\r\n"
+    assert not moodle_import(first, users, "Email address", "useremail",
+                             ["Attention course"])["ok"]
+    zero = "ID number,Attention course\r\n1,10\r\n0,5\r\n"  # PHP's empty("0") is true
+    assert moodle_import(zero, users, "ID number", "useridnumber",
+                         ["Attention course"])["grades"] == {1: {"Attention course": 5.0}}
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_no_roster_makes_a_moodle_file_that_misfiles_a_grade(seed, tmp_path):
+    """Random rosters (ids missing, "0", formula-like, in any case; emails missing) and random
+    grades: the Moodle file, imported by the model of Moodle's code, gives each student their
+    own grade or leaves them out; never another's, and the import never stops."""
+    import random
+
+    rng = random.Random(seed)
+    lines, folders = ["folder,lms_id,email,name"], []
+    for i in range(rng.randint(1, 8)):
+        lms_id = rng.choice(["", "0" if i == 0 else "", f"{4000 + i}", f"s{i}X", f"-{i}",
+                             f"=SUM({i})", f" {i}7 "])  # the roster refuses one id twice
+        email = rng.choice(["", f"p{i}@x"])
+        folders.append(f"p{i}")
+        lines.append(f"p{i},{lms_id},{email},Person {i}")
+    roster_file = tmp_path / "roster.csv"
+    roster_file.write_text("\n".join(lines) + "\n")
+    roster = read_roster(roster_file)
+    graded = {f: student(f, *[check(c, passed=rng.random() < 0.5) for c in CHECKS])
+              for f in folders if rng.random() < 0.8}
+    got = imported_as_intended(moodle_csv(info(), roster, graded), roster, graded)
+    assert set(got) == {e.folder for e in roster if e.lms_id not in ("", "0")
+                        and e.lms_id[0] not in "=+-@"}
 
 
 def test_no_cell_is_a_formula():
@@ -161,16 +238,23 @@ def test_no_cell_is_a_formula():
 
 def test_write_lms_lists_the_unmatched_and_never_drops_them(tmp_path, capsys):
     files = write_lms(tmp_path, info(), rec_dict(the_class()), DATA / "roster.csv")
-    assert files.missing == ["eve"] and files.unknown == ["dee"] and files.no_email == ["eve"]
+    assert files.missing == ["eve", "fay"] and files.unknown == ["dee"]
+    assert files.not_moodle == ["fay (no ID number: Moodle would give its grade to the student "
+                                "of the row above)"] and files.not_canvas == []
     assert files.not_ok == []  # dee is not ok, but not in the roster: listed as unknown
     summary = files.summary.read_text()
-    assert "## In the roster without a submission (0 points in both files): 1" in summary
-    assert "- `eve`" in summary and "- `dee`" in summary
+    assert "## In the roster without a submission (0 points): 2" in summary
+    assert "- `eve`" in summary and "- `dee`" in summary and "never both" in summary
     err = capsys.readouterr().err
-    assert "1 in the roster, no submission (0 points): eve" in err
+    assert "2 in the roster, no submission (0 points): eve, fay" in err
     assert "1 graded, not in the roster (left out of the LMS files): dee" in err
     assert sorted(p.name for p in (tmp_path / "lms").iterdir()) == ["canvas.csv", "moodle.csv",
                                                                    "summary.md"]
+    write_lms(tmp_path, info(), rec_dict(the_class()), DATA / "roster.csv", per_lesson=True)
+    assert sorted(p.name for p in (tmp_path / "lms").iterdir()) == [
+        "canvas-lessons.csv", "canvas.csv", "moodle-lessons.csv", "moodle.csv", "summary.md"]
+    write_lms(tmp_path, info(), rec_dict(the_class()), DATA / "roster.csv")  # lessons off again
+    assert not (tmp_path / "lms" / "canvas-lessons.csv").exists()
     assert write_lms(tmp_path, info(), [], None) is None
 
 
@@ -190,6 +274,14 @@ def test_a_roster_matches_folders_whatever_the_unicode_form(tmp_path):
     files = write_lms(tmp_path, info(), [student(unicodedata.normalize("NFC", "José"))], roster)
     assert files.missing == [] and files.unknown == []
     assert read_canvas(files.canvas.read_text())["students"][0]["scores"]["Attention course"] == 4.5
+
+
+def class_roster(tmp_path: Path) -> Path:
+    """The test roster where a class keeps it: outside the course (classdir.py)."""
+    path = tmp_path / "class" / "roster.csv"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes((DATA / "roster.csv").read_bytes())
+    return path
 
 
 def rec_dict(records: list[StudentRecord]) -> dict[str, StudentRecord]:
@@ -238,7 +330,10 @@ def test_feedback_text_cannot_be_broken_out_of():
 
 def write_part(out: Path, records: list[StudentRecord], class_info: ClassInfo | None = None,
                seconds: float = 1.0) -> Path:
-    """An OUT as the grader writes it: class.json, students/*.json, reports/, results.json."""
+    """An OUT as the grader writes it: its seed, class.json, students/*.json (signed with the
+    seed), reports/, results.json."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / rec.SEED_FILE).write_text("271828\n")
     rec.save_class(out, class_info or info())
     for record in records:
         rec.save_student(out, record)
@@ -254,7 +349,7 @@ def test_merge_is_the_union_of_the_parts(tmp_path):
     ada, bob, cy, dee = the_class()
     parts = [write_part(tmp_path / "p1", [ada, cy]), write_part(tmp_path / "p2", [bob]),
              write_part(tmp_path / "p3", [dee], seconds=9.5)]
-    records = merge(parts, tmp_path / "out", roster=DATA / "roster.csv", per_lesson=True)
+    records = merge(parts, tmp_path / "out", roster=class_roster(tmp_path), per_lesson=True)
     out = tmp_path / "out"
     assert [r.student for r in records] == ["ada", "bob", "cy", "dee"]
     assert sorted(rec.load_students(out)) == ["ada", "bob", "cy", "dee"]
@@ -268,7 +363,9 @@ def test_merge_is_the_union_of_the_parts(tmp_path):
     results = json.loads((out / "results.json").read_text())
     assert results["seconds"] == 9.5 and [s["student"] for s in results["students"]] == \
         ["ada", "bob", "cy", "dee"]
-    assert rec.load_class(out) == info()  # the parts' class.json, as it was
+    # the parts' class.json, with the merge's choice of LMS files (a later run into OUT keeps it)
+    assert rec.load_class(out) == info(settings={**info().settings, "per_lesson": True})
+    assert (out / "roster.csv").read_bytes() == (DATA / "roster.csv").read_bytes()
     merge(parts[:2], out)  # a merge may replace its own OUT, and only what it wrote
     assert sorted(rec.load_students(out)) == ["ada", "bob", "cy"]
     assert not (out / "lms").exists() and not (out / "feedback" / "dee.md").exists()
@@ -317,8 +414,8 @@ def test_merge_refuses_a_student_in_two_parts_and_foreign_folders(tmp_path):
     with pytest.raises(MergeError, match="not empty and no merge wrote it"):
         merge([p1], tmp_path / "mine")
     assert (tmp_path / "mine" / "thesis.tex").exists()
-    other = student("bob2", report_name="bob")
-    with pytest.raises(MergeError, match="share the report name 'bob'"):
+    other = student("bob2", report_name="bob")  # a report name no folder "bob2" could have
+    with pytest.raises(MergeError, match="bob.json .its report name is not its folder's"):
         merge([write_part(tmp_path / "q1", [bob]), write_part(tmp_path / "q2", [other])],
               tmp_path / "out")
 
@@ -331,7 +428,7 @@ def test_merge_entry_point_and_make_target(tmp_path, monkeypatch):
     from course.grading import merge as merging
 
     seen = {}
-    monkeypatch.setattr(merging, "merge", lambda parts, out, roster, per_lesson: seen.update(
+    monkeypatch.setattr(merging, "merge", lambda parts, out, roster, per_lesson, seed_file=None: seen.update(
         parts=[str(p) for p in parts], out=str(out), roster=roster, per_lesson=per_lesson) or [])
     done = subprocess.run(["make", "--no-print-directory", "-n", "-o", ".venv/.installed",
                            "grade-merge", "PARTS=a/shard-1 a/shard-2", "OUT=a/class",
@@ -354,18 +451,6 @@ def test_merge_entry_point_and_make_target(tmp_path, monkeypatch):
 
 
 SEED = 424242
-TIMING = re.compile(r"Graded in \S+ s")  # the one line of a report that a timing changes
-
-
-def _grader_help() -> str:
-    import os
-    import subprocess
-    import sys
-
-    done = subprocess.run([sys.executable, "-m", "course.grading", "--help"], cwd=ROOT,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
-                          text=True, timeout=300)
-    return done.stdout
 
 
 def records_of_today(out: Path) -> None:
@@ -418,268 +503,43 @@ def build_small_class(subs: Path) -> None:
     (subs / "dee").mkdir()  # handed in nothing
 
 
-def tree(out: Path) -> dict[str, object]:
-    """The gradebook, records, reports, feedback and LMS files of an OUT, timings taken out:
-    file -> text (or the parsed record)."""
-    found = {}
-    for path in sorted(out.rglob("*")):
-        relative = path.relative_to(out).as_posix()
-        if not path.is_file() or path.name.startswith(".") or not (
-                relative == "gradebook.csv" or relative.startswith(
-                    ("students/", "reports/", "feedback/", "lms/"))):
-            continue
-        if relative.startswith("students/"):
-            data = json.loads(path.read_text(encoding="utf-8"))
-            data.pop("seconds")
-            found[relative] = data
-        else:
-            found[relative] = TIMING.sub("Graded in N s", path.read_text(encoding="utf-8"))
-    return found
-
-
 @pytest.mark.slow
-def test_three_shards_merged_are_one_run(tmp_path):
-    from course.grading.merge import grading_key
+def test_a_graded_class_with_a_cheater_gives_feedback_without_hidden_values(tmp_path):
+    """A small class graded for real (shards and their merge: tests/test_docs_commands.py and
+    tests/test_slurm.py): the gradebook, the LMS files, and the cheater's feedback, which names
+    the kind of hidden case it failed, never its values or the run's output."""
     from course.grading.sandbox import bwrap_problem
 
     if bwrap_problem():
         pytest.skip(bwrap_problem())
     subs = tmp_path / "submissions"
     build_small_class(subs)
-    roster = DATA / "roster.csv"
-    helps = _grader_help()
-    grade_small_class(subs, tmp_path / "one", *(["--roster", str(roster)] if "--roster" in helps
-                                                else []), roster=roster)
-    parts = [tmp_path / f"shard-{k}" for k in (1, 2, 3)]
-    folders = sorted(p.name for p in subs.iterdir())
-    for k, part in enumerate(parts, start=1):
-        if "--shard" in helps:
-            grade_small_class(subs, part, "--shard", f"{k}/3")
-        else:  # until the grader has --shard: each shard's share in its own SUBMISSIONS
-            share = tmp_path / f"subs-{k}"
-            for name in folders[k - 1::3]:
-                import shutil
-
-                shutil.copytree(subs / name, share / name)
-            grade_small_class(share, part)
-    merge(parts, tmp_path / "merged", roster=roster)
-
-    one, merged = tree(tmp_path / "one"), tree(tmp_path / "merged")
+    roster = class_roster(tmp_path)
+    grade_small_class(subs, tmp_path / "one", "--roster", str(roster))
+    one = tmp_path / "one"
     assert {"gradebook.csv", "students/cy.json", "reports/cy.md", "feedback/cy.md",
-            "lms/canvas.csv", "lms/moodle.csv", "lms/summary.md"} <= set(one)
-    assert sorted(one) == sorted(merged)
-    for name in one:
-        assert one[name] == merged[name], name
-    assert grading_key(rec.load_class(tmp_path / "one")) == \
-        grading_key(rec.load_class(tmp_path / "merged"))
-    book = (tmp_path / "merged" / "gradebook.csv").read_text().splitlines()
+            "lms/canvas.csv", "lms/moodle.csv", "lms/summary.md"} <= set(tree(one))
+    book = (one / "gradebook.csv").read_text().splitlines()
     assert book[1:] == ["ada,ok,3,3,1,1,1,", "bob,ok,2,3,0,1,1,", "cy,ok,2,3,0,1,1,"
                         + "imports-course mentions-reference-data unconfirmed",
                         "dee,no-submission,0,3,0,0,0,"]
-    assert sorted(p.name for p in (tmp_path / "merged" / "raw").iterdir()) == ["ada", "bob", "cy", "dee"]
-
-    # the cheater's feedback names the kind of hidden case, never its values or the run's output
-    cy = rec.load_students(tmp_path / "merged")["cy"].checks[0]
+    cy = rec.load_students(one)["cy"].checks[0]
     assert cy.confirmed is False and cy.hidden_failure
-    feedback = (tmp_path / "merged" / "feedback" / "cy.md").read_text()
+    feedback = (one / "feedback" / "cy.md").read_text()
     assert f"`{cy.hidden_failure}`" in feedback
     assert cy.message.split(f"'{cy.hidden_failure}'")[-1].strip(": ") not in feedback
     assert str(SEED) not in feedback and not re.search(r"\d\.\d{4,}", feedback)
-    for path in (tmp_path / "merged" / "raw" / "cy").glob("hidden*"):
+    for path in (one / "raw" / "cy").glob("hidden*"):
         for line in path.read_text(errors="replace").splitlines():
             assert len(line.strip()) < 20 or line.strip() not in feedback, line
-    canvas = read_canvas((tmp_path / "merged" / "lms" / "canvas.csv").read_text())
-    assert {s["id"]: s["scores"]["Attention course"] for s in canvas["students"]} == \
-        {"4211": 3.0, "4212": 2.0, "4213": 2.0, "4214": 0.0}
+    canvas = read_canvas((one / "lms" / "canvas.csv").read_text())
+    assert {s["id"] or s["sis_login_id"]: s["scores"]["Attention course"]
+            for s in canvas["students"]} == {"4211": 3.0, "4212": 2.0, "4213": 2.0, "4214": 0.0,
+                                             "fay@example.edu": 0.0}
 
 
-# ------------------------------------------- the cluster recipes of docs/instructors.md
-
-
-class Parsed(Exception):
-    """Raised in place of running the grader: the command line parsed, here are its values."""
-
-
-def parse_like_the_grader(argv: list[str], monkeypatch) -> dict:
-    """`python -m course.grading ARGV` through the grader's own entry point and argument parser,
-    stopped right after parsing; SystemExit (argparse's error) when the CLI refuses the line."""
-    import argparse
-
-    from course.grading import __main__ as entry
-
-    original = argparse.ArgumentParser.parse_args
-
-    def parse(self, args=None, namespace=None):
-        raise Parsed(vars(original(self, args, namespace)))
-
-    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse)
-    with pytest.raises(Parsed) as parsed:
-        entry.main(argv)
-    return parsed.value.args[0]
-
-
-def grader_options(monkeypatch) -> str:
-    import contextlib
-    import io as io_
-
-    from course.grading import __main__ as entry
-
-    text = io_.StringIO()
-    with contextlib.redirect_stdout(text), pytest.raises(SystemExit):
-        entry.main(["--help"])
-    return text.getvalue()
-
-
-def doc_block(name: str) -> str:
-    """The fenced block of docs/instructors.md whose first lines name it (`# grade-job.yaml`)."""
-    doc = (ROOT / "docs" / "instructors.md").read_text(encoding="utf-8")
-    for block in re.findall(r"^```\w*\n(.*?)^```", doc, re.S | re.M):
-        if any(line == f"# {name}" or line.startswith(f"# {name}:")
-               for line in block.splitlines()[:2]):
-            return block
-    raise AssertionError(f"no block named {name} in docs/instructors.md")
-
-
-def run_recording(script: str, tmp_path: Path, env: dict, cwd: Path | None = None,
-                  fakes: dict[str, str] | None = None) -> list[list[str]]:
-    """Run a shell script with `python` (and any `fakes`) replaced by recorders of their argv."""
-    import stat
-    import subprocess
-
-    bin_dir, record = tmp_path / "bin", tmp_path / "argv"
-    bin_dir.mkdir(exist_ok=True)
-    record.mkdir(exist_ok=True)
-    recorder = ('#!/bin/bash\nf=$(mktemp "$ARGV_DIR/argv.XXXXXX")\nprintf "%s\\0" "$@" > "$f"\n')
-    for name, text in {"python": recorder, **(fakes or {})}.items():
-        (bin_dir / name).write_text(text)
-        (bin_dir / name).chmod(stat.S_IRWXU)
-    done = subprocess.run(["bash", "-c", script], cwd=cwd or tmp_path, capture_output=True,
-                          text=True, timeout=60,
-                          env={"PATH": f"{bin_dir}:/usr/bin:/bin", "ARGV_DIR": str(record),
-                               "HOME": str(tmp_path), **env})
-    assert done.returncode == 0, done.stderr
-    found = []
-    for path in sorted(record.iterdir(), key=lambda p: p.stat().st_mtime_ns):
-        found.append(path.read_bytes().decode().split("\0")[:-1])
-        path.unlink()
-    return found
-
-
-def grader_argv(argv: list[str]) -> list[str]:
-    """The arguments after `python -m course.grading`."""
-    assert argv[:2] == ["-m", "course.grading"], argv
-    return argv[2:]
-
-
-def check_shard_line(argv: list[str], k: int, n: int, monkeypatch, has_shard: bool) -> dict:
-    """Parse a shard's command line with the grader's parser; until the grader has --shard, the
-    rest of the line is parsed and --shard's value checked here."""
-    assert argv[argv.index("--shard") + 1] == f"{k}/{n}"
-    if not has_shard:
-        at = argv.index("--shard")
-        argv = argv[:at] + argv[at + 2:]
-    return parse_like_the_grader(argv, monkeypatch)
-
-
-def test_the_kubernetes_manifests_are_jobs_the_grader_accepts(tmp_path, monkeypatch):
-    import yaml
-
-    has_shard = "--shard" in grader_options(monkeypatch)
-    job = yaml.safe_load(doc_block("grade-job.yaml"))
-    assert (job["apiVersion"], job["kind"]) == ("batch/v1", "Job")
-    spec = job["spec"]
-    assert spec["completionMode"] == "Indexed" and spec["completions"] == spec["parallelism"]
-    pod = spec["template"]["spec"]
-    assert pod["restartPolicy"] == "Never" and pod["hostUsers"] is False
-    (container,) = pod["containers"]
-    env = {e["name"]: e for e in container["env"]}
-    assert int(env["SHARDS"]["value"]) == spec["completions"]
-    assert env["GRADING_SEED"]["valueFrom"]["secretKeyRef"] == {"name": "attention-grading-seed",
-                                                               "key": "seed"}
-    assert container["securityContext"]["procMount"] == "Unmasked"
-    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
-    assert mounts["/class/submissions"]["readOnly"] is True
-    assert container["command"] == ["bash", "-c"] and len(container["args"]) == 1
-    outs = []
-    for index in range(spec["completions"]):
-        (argv,) = run_recording(container["args"][0], tmp_path, {
-            "JOB_COMPLETION_INDEX": str(index), "SHARDS": env["SHARDS"]["value"],
-            "GRADING_SEED": "3141592653"})
-        args = check_shard_line(grader_argv(argv), index + 1, spec["completions"], monkeypatch,
-                                has_shard)
-        assert args["submissions"] == "/class/submissions" and args["seed"] == 3141592653
-        outs.append(str(args["out"]))
-    assert outs == [f"/class/grades/shard-{k}" for k in range(1, spec["completions"] + 1)]
-
-    merge_job = yaml.safe_load(doc_block("merge-job.yaml"))
-    assert merge_job["kind"] == "Job" and "completionMode" not in merge_job["spec"]
-    (merger,) = merge_job["spec"]["template"]["spec"]["containers"]
-    assert merger["image"] == container["image"]
-    for k in range(1, 4):
-        (tmp_path / "class" / "grades" / f"shard-{k}").mkdir(parents=True)
-    script = merger["args"][0].replace("/class/", f"{tmp_path}/class/")
-    (argv,) = run_recording(script, tmp_path, {})
-    args = parse_like_the_grader(grader_argv(argv), monkeypatch)
-    assert [str(p) for p in args["parts"]] == [f"{tmp_path}/class/grades/shard-{k}" for k in (1, 2, 3)]
-    assert str(args["out"]) == f"{tmp_path}/class/grades/class" and args["roster"] is not None
-
-
-SBATCH = """#!/bin/bash
-# a stand-in for Slurm's sbatch: prints a job id (--parsable), runs --wrap's command at once
-echo "$*" >> "$ARGV_DIR/../sbatch.log"
-wrap=""
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --wrap) wrap="$2"; shift ;;
-    --wrap=*) wrap="${1#--wrap=}" ;;
-  esac
-  shift
-done
-if [ -n "$wrap" ]; then sh -c "$wrap"; fi
-echo "4242;cluster"
-"""
-
-
-def test_the_slurm_scripts_run_lines_the_grader_accepts(tmp_path, monkeypatch):
-    has_shard = "--shard" in grader_options(monkeypatch)
-    array = doc_block("grade-array.sbatch")
-    assert re.search(r"^#SBATCH --array=1-3$", array, re.M)
-    course, klass = tmp_path / "course", tmp_path / "class"
-    (course / ".venv" / "bin").mkdir(parents=True)
-    (klass / "grades").mkdir(parents=True)
-    (klass / "seed").write_text("2718281828\n")
-    (course / ".venv" / "bin" / "python").symlink_to(tmp_path / "bin" / "python")
-    for task in (1, 2, 3):
-        (argv,) = run_recording(array, tmp_path, {
-            "SLURM_SUBMIT_DIR": str(course), "SLURM_ARRAY_TASK_ID": str(task),
-            "SLURM_ARRAY_TASK_COUNT": "3", "SLURM_CPUS_PER_TASK": "2", "CLASS": str(klass)})
-        args = check_shard_line(grader_argv(argv), task, 3, monkeypatch, has_shard)
-        assert args["seed"] == 2718281828 and args["jobs"] == 2
-        assert str(args["out"]) == f"{klass}/grades/shard-{task}"
-        (klass / "grades" / f"shard-{task}").mkdir()
-
-    (course / "grade-array.sbatch").write_text(array)
-    (argv,) = run_recording(doc_block("submit.sh"), tmp_path, {"CLASS": str(klass)}, cwd=course,
-                            fakes={"sbatch": SBATCH})
-    args = parse_like_the_grader(grader_argv(argv), monkeypatch)
-    assert [str(p) for p in args["parts"]] == [f"{klass}/grades/shard-{k}" for k in (1, 2, 3)]
-    assert str(args["out"]) == f"{klass}/grades/class"
-    assert "--dependency=afterok:4242 " in (tmp_path / "sbatch.log").read_text()
-
-
-def test_the_by_hand_shard_lines_are_ones_the_grader_accepts(monkeypatch):
-    import shlex
-
-    has_shard = "--shard" in grader_options(monkeypatch)
-    block = doc_block("by hand: the seed once a term, then one shard per machine (a shared "
-                      "folder), then the merge")
-    lines = [l for l in block.splitlines() if "-m course.grading" in l]
-    assert len(lines) == 3
-    for k, line in enumerate(lines, start=1):
-        argv = shlex.split(line.replace('"$(cat seed)"', "12345"))
-        args = check_shard_line(argv[argv.index("course.grading") + 1:], k, 3, monkeypatch,
-                                has_shard)
-        assert args["seed"] == 12345 and args["out"] == f"grades/shard-{k}"
+# The cluster recipes of docs/instructors.md (Kubernetes, Slurm, shards by hand) are run as
+# written by tests/test_docs_commands.py and, on a real Slurm, by tests/test_slurm.py.
 
 
 # ---------------------------------------------- what plain nbval on a student's notebook proves
@@ -717,3 +577,192 @@ def test_plain_nbval_passes_a_wrong_cell_the_student_saved(tmp_path):
     nbformat.write(notebook, path)
     done = nbval()
     assert done.returncode == 1 and "1 failed" in done.stdout, done.stdout[-2000:]
+
+
+# ------------------------------------------------ collect, hand-back, the class's folders
+
+
+def _zip_bytes(files: dict[str, bytes | str]) -> bytes:
+    import zipfile
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def test_collect_reads_a_moodle_download_in_folders_and_flat(tmp_path):
+    from course.grading.collect import collect
+
+    download = tmp_path / "class" / "moodle.zip"
+    download.parent.mkdir()
+    download.write_bytes(_zip_bytes({
+        "Ada Lovelace_1001_assignsubmission_file/exercises.zip": _zip_bytes(
+            {"exercises/warmup.py": "x = 1\n", "../evil.py": "no", "__MACOSX/._x": "mac"}),
+        "Bob Babbage_1002_assignsubmission_file_warmup.py": "y = 2\n",        # before Moodle 3.1
+        "Bob Babbage_1002_assignsubmission_file_softmax (1).py": "z = 3\n",
+        "Ann Lee_1003_assignsubmission_onlinetext/onlinetext.html": "<p>hi</p>",
+        ".._1004_assignsubmission_file/x.py": "a name that is a path",
+        "readme.txt": "not anyone's"}))
+    roster = tmp_path / "class" / "roster.csv"
+    roster.write_text("folder,lms_id,name\nada,A1,Ada Lovelace\n")
+    handles = collect(download, tmp_path / "class" / "collected", roster)
+    subs = tmp_path / "class" / "collected"
+    assert sorted(p.name for p in subs.iterdir()) == [".lms.json", "Ann Lee", "Bob Babbage", "ada",
+                                                      "moodle-1004"]
+    assert (subs / "ada" / "exercises" / "warmup.py").read_text() == "x = 1\n"
+    assert not (subs / "evil.py").exists() and not (subs / "ada" / "__MACOSX").exists()
+    assert sorted(p.name for p in (subs / "Bob Babbage").iterdir()) == ["softmax (1).py", "warmup.py"]
+    assert handles["students"]["ada"] == {"lms": "moodle", "id": "1001", "name": "Ada Lovelace",
+                                          "attachments": []}
+    with pytest.raises(SystemExit, match="is not empty"):
+        collect(download, subs)
+
+
+def test_collect_reads_a_canvas_download_as_canvas_reads_its_names(tmp_path):
+    from course.grading.collect import canvas_parts, collect
+
+    assert canvas_parts("lovelaceada_late_4211_90001_softmax_v2.py") == (
+        "lovelaceada", "4211", "90001", "softmax_v2.py")
+    assert canvas_parts("4211_90001_warmup.py") == ("", "4211", "90001", "warmup.py")  # anonymous
+    download = tmp_path / "download"
+    download.mkdir()  # an unpacked download works too
+    (download / "lovelaceada_4211_90001_warmup.py").write_text("w\n")
+    (download / "lovelaceada_4211_90002_exercises.zip").write_bytes(
+        _zip_bytes({"attention-course-main/exercises/softmax.py": "s\n"}))
+    (download / "smithjo_4212_90003_warmup.py").write_text("j\n")
+    handles = collect(download, tmp_path / "collected")
+    ada = tmp_path / "collected" / "lovelaceada"
+    assert (ada / "attention-course-main" / "exercises" / "softmax.py").read_text() == "s\n"
+    assert handles["students"]["lovelaceada"]["attachments"] == [["90001", "warmup.py"],
+                                                                  ["90002", "exercises.zip"]]
+    assert handles["students"]["smithjo"]["id"] == "4212"
+
+
+def test_handback_zips_name_each_student_as_the_lms_reads_them(tmp_path):
+    import json
+    import zipfile
+
+    from course.grading.handback import build
+    from tests.lms_formats import canvas_reupload_target, moodle_feedback_target
+
+    out, subs = tmp_path / "grades", tmp_path / "collected"
+    records = [student("ada"), student("Ann_Lee", report_name="Ann_Lee~1"), student("cy")]
+    for record in records:
+        rec.save_student(out, record)
+    write_feedback(out, info(), records)
+    subs.mkdir()
+    (subs / ".lms.json").write_text(json.dumps({"students": {
+        "ada": {"lms": "canvas", "id": "4211", "name": "lovelaceada",
+                "attachments": [["90002", "warmup.py"], ["90001", "exercises.zip"]]},
+        "Ann_Lee": {"lms": "moodle", "id": "1003", "name": "Ann_Lee van 2"}}}))
+    held = build(out, subs)
+    assert held == {"feedback.zip": ["Ann_Lee", "ada", "cy"], "canvas-feedback.zip": ["ada"],
+                    "moodle-feedback.zip": ["Ann_Lee"]}
+    folder = out / "handback"
+    with zipfile.ZipFile(folder / "canvas-feedback.zip") as archive:
+        (name,) = archive.namelist()
+        assert canvas_reupload_target(name) == ("4211", "90001")
+        inner = zipfile.ZipFile(io.BytesIO(archive.read(name)))  # exercises.zip: a zip back
+        assert inner.read("feedback.md").decode().startswith("# ada: 4.5 / 4.5 points")
+    with zipfile.ZipFile(folder / "moodle-feedback.zip") as archive:
+        (name,) = archive.namelist()
+        assert moodle_feedback_target(name) == (1003, "assignfeedback", "file", "feedback.md")
+    assert "- `cy`" in (folder / "README.md").read_text()
+    first = (folder / "feedback.zip").read_bytes()
+    build(out, subs)
+    assert (folder / "feedback.zip").read_bytes() == first  # the same records, the same bytes
+
+
+def test_the_class_folders_must_lie_outside_the_course(tmp_path):
+    from course.grading.classdir import ClassPathError, check_class_paths
+
+    check_class_paths({"OUT": tmp_path / "grades", "ROSTER": None})
+    for variable, path in (("OUT", ROOT / "grades"), ("SUBMISSIONS", ROOT / "build" / "x"),
+                           ("ROSTER", ROOT / "roster.csv"), ("SEED_FILE", ROOT / "seed"),
+                           ("OUT", ROOT.parent)):
+        with pytest.raises(ClassPathError) as refused:
+            check_class_paths({variable: path})
+        message = str(refused.value.code)
+        assert message.startswith(f"make grade: {variable}={path} ")
+        assert "keep the class beside the course, e.g. " + variable + "=../class/" in message
+
+
+def test_students_are_whole_folder_names(tmp_path):
+    from course.grading.wanted import WantedError, wanted_students
+
+    folders = ["Ann Lee", "Ann", "Lee", "ada", "bob", "Bo Li"]
+    assert wanted_students(["ada bob"], None, folders) == ["ada", "bob"]
+    assert wanted_students(["Ann Lee"], None, folders) == ["Ann Lee"]  # the whole name wins
+    assert wanted_students(["Ann Lee\nBo Li\r\nada"], None, folders) == ["Ann Lee", "Bo Li", "ada"]
+    assert wanted_students(["ada", "Bo Li"], None, folders) == ["ada", "Bo Li"]  # --students
+    names = tmp_path / "students.txt"
+    names.write_text("\ufeffAnn Lee\n\nBo Li  \n", encoding="utf-8")
+    assert wanted_students(None, names, folders) == ["Ann Lee", "Bo Li"]
+    assert wanted_students(None, None, folders) is None
+    with pytest.raises(WantedError):
+        wanted_students(["  "], None, folders)
+
+
+def test_a_run_into_out_takes_outs_lessons_points_and_limits(tmp_path):
+    from course.grading.reuse import points_toml, settle
+    from course.grading.run import Options
+
+    recorded = info(settings={**info().settings, "cell_timeout": 20, "hidden_timeout": 20,
+                              "per_lesson": True, "unsafe": True, "jobs": 4})
+    rec.save_class(tmp_path, recorded)
+    options = Options()
+    settings = settle(tmp_path, {}, options)
+    assert options.lessons == ["00", "01"] and options.points == POINTS and options.per_lesson
+    assert (settings.cell_timeout, settings.hidden_timeout, settings.unsafe) == (20, 20, False)
+    assert options.reused[:2] == ["lessons", "points"] and "cell_timeout" in options.reused
+    given = Options(lessons=["00"], points_file=tmp_path / "p.toml", per_lesson=False)
+    settings = settle(tmp_path, {"cell_timeout": 30.0}, given)
+    assert given.lessons == ["00"] and given.points is None and given.per_lesson is False
+    assert (settings.cell_timeout, settings.hidden_timeout) == (30.0, 30.0)
+    fresh = Options()
+    assert settle(tmp_path / "new", {}, fresh).cell_timeout == 60 and fresh.lessons is None
+    import tomllib
+
+    assert tomllib.loads(points_toml(POINTS))["points"] == POINTS
+
+
+def test_feedback_names_the_files_not_graded(tmp_path):
+    record = student("dee", ignored=["exercises/softmax (1).py (not a module name; did you mean "
+                                     "exercises/softmax.py?)", "solutions/ (only exercises/*.py "
+                                     "count)"])
+    text = feedback_text(info(), record)
+    assert "## Files not graded" in text and "softmax (1).py" in text
+    assert "did you mean exercises/softmax.py?" in text and "hand it in again" in text
+    assert "## Files not graded" not in feedback_text(info(), student("ada"))
+
+
+def test_a_merge_writes_the_lms_files_from_the_roster_its_parts_keep(tmp_path):
+    """Shards graded with ROSTER= keep it; a merge given none writes the LMS files from theirs,
+    and a later run into the merged OUT finds it there too (render.py)."""
+    from course.grading.roster import store_roster
+
+    ada, bob, *_ = the_class()
+    p1, p2 = write_part(tmp_path / "p1", [ada]), write_part(tmp_path / "p2", [bob])
+    for part in (p1, p2):
+        store_roster(part, class_roster(tmp_path))
+    merge([p1, p2], tmp_path / "out")
+    rows = read_canvas((tmp_path / "out" / "lms" / "canvas.csv").read_text())["students"]
+    assert {r["id"]: r["scores"]["Attention course"] for r in rows if r["id"]} == {
+        "4211": 4.5, "4212": 3.5, "4213": 0.0, "4214": 0.0}
+    assert oct((tmp_path / "out" / "roster.csv").stat().st_mode & 0o777) == "0o600"
+
+
+def test_collect_reads_a_students_zip_only_within_its_limits(monkeypatch):
+    from course.grading import collect
+
+    monkeypatch.setattr(collect, "MAX_STUDENT_BYTES", 100)
+    files, left_out = collect.unpacked([("a.zip", _zip_bytes({"x.py": "x" * 60, "y.py": "y" * 60,
+                                                              "z.py": "z"})),
+                                        ("b.py", b"b" * 50)])
+    assert [name for name, _ in files] == ["x.py", "z.py"]
+    assert any("y.py (over" in item for item in left_out) and any("b.py (over" in item
+                                                                 for item in left_out)
+    assert collect.unpacked([("c.zip", b"not a zip")])[1] == [
+        "c.zip (not a readable zip: File is not a zip file)"]

@@ -85,3 +85,70 @@ def test_student_makefile_drops_a_rule_with_its_comment():
     text = ("# about a\n.PHONY: a b\na: x\n\tdo a\n\n# about b\nb: a\n\tdo b\n\tmore b\n\n"
             "# tail\nc:\n\tdo c\n")
     assert student_makefile(text, drop={"b"}) == "# about a\n.PHONY: a\na: x\n\tdo a\n\n# tail\nc:\n\tdo c\n"
+
+
+# ------------------------------------------------- the release is an allow-list (issue 29)
+
+def _git_course(folder: Path) -> Path:
+    """A tiny git checkout with the class lying in it, as the guide once laid it out."""
+    import subprocess
+
+    for name, text in {"course/a.py": "A = 1\n", "notebooks/00.ipynb": "{}\n", "Makefile": ""}.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    subprocess.run(["git", "init", "-q", str(folder)], check=True)
+    subprocess.run(["git", "-C", str(folder), "add", "-A"], check=True)
+    for name in ("collected/ada/exercises/softmax.py", "roster.csv", "seed", "shard-1.log",
+                 "grades/gradebook.csv", "course/notes.txt"):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text("the class's\n")
+    (folder / "course" / "link.py").symlink_to(folder / "seed")
+    return folder
+
+
+def test_the_release_is_what_git_tracks(tmp_path):
+    """Finding 1: after grading, `make handout` wrote 468 files instead of 193: the deny-list
+    let every submission, the roster and the seed through."""
+    from course.handout import MANIFEST, grader_context, release_files, unlisted
+
+    course = _git_course(tmp_path / "course")
+    assert release_files(course) == ["Makefile", "course/a.py", "notebooks/00.ipynb"]
+    context = grader_context(tmp_path / "context", source=course)
+    copied = sorted(p.relative_to(context).as_posix() for p in context.rglob("*") if p.is_file())
+    assert copied == [".handout", MANIFEST, "Makefile", "course/a.py", "notebooks/00.ipynb"]
+    assert unlisted(context) == []
+    # a copy without git: its MANIFEST is the list; something dropped in is not in the list
+    again = grader_context(tmp_path / "again", source=context)
+    assert (again / MANIFEST).read_text() == (context / MANIFEST).read_text()
+    (context / "roster.csv").write_text("dropped in later\n")
+    assert release_files(context) == [".handout", "Makefile", "course/a.py", "notebooks/00.ipynb"]
+    assert unlisted(context) == ["roster.csv"]
+
+
+def test_a_folder_with_no_list_is_refused(tmp_path):
+    from course.handout import MANIFEST, ReleaseError, main, release_files
+
+    (tmp_path / "loose").mkdir()
+    (tmp_path / "loose" / "a.py").write_text("A = 1\n")
+    with pytest.raises(ReleaseError, match="neither a git checkout of the course nor a copy"):
+        release_files(tmp_path / "loose")
+    (tmp_path / "loose" / MANIFEST).write_text("a.py\n../../etc/passwd\n")
+    with pytest.raises(ReleaseError, match="no path inside the course"):
+        release_files(tmp_path / "loose")
+    assert main(["--check-context", str(tmp_path / "loose")]) != 0  # the Dockerfile's guard
+    (tmp_path / "loose" / MANIFEST).unlink()
+    assert main(["--check-context", str(tmp_path / "loose")]) == 1
+
+
+def test_the_handout_of_this_course_is_its_tracked_files(release):
+    """The release: the tracked files less what it leaves out, the stubs, its README and
+    pytest.ini, its marker and MANIFEST; nothing git does not track."""
+    from course.handout import MANIFEST, left_out, release_files
+
+    made = sorted(p.relative_to(release).as_posix() for p in release.rglob("*")
+                  if p.is_file() and not p.is_symlink() and ".venv" not in p.parts
+                  and "__pycache__" not in p.parts)
+    assert made == sorted({n for n in release_files(ROOT) if not left_out(n)}
+                          | {".handout", MANIFEST, "exercises/__init__.py"}
+                          | {p.relative_to(release).as_posix() for p in release.glob("exercises/*.py")})
+    assert (release / MANIFEST).read_text().splitlines() == [m for m in made if m != MANIFEST]

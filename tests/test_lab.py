@@ -32,7 +32,8 @@ def make_lab(folder: Path, tmp_path: Path, *make_options: str):
     port = free_port()
     args = (f"--no-browser --ip=127.0.0.1 --port={port} --ServerApp.port_retries=0 "
             "--IdentityProvider.token= --ServerApp.password=")
-    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+           "JUPYTER_DATA_DIR": str(tmp_path / "data")}  # notebook signatures: this test's own
     log = open(tmp_path / "lab.log", "w+")
     server = subprocess.Popen(["make", *make_options, "lab", f"LAB_ARGS={args}"], cwd=folder,
                               env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -65,6 +66,12 @@ def test_make_lab_serves_lesson_zero(tmp_path):
         assert notebook["cells"][0]["source"].startswith("# Lesson 00")
         status, body = fetch(f"{base}/api/kernelspecs")
         assert "python3" in json.loads(body)["kernelspecs"]
+        # the lessons are trusted, so JupyterLab draws their widgets from the stored state
+        for lesson in ("05_global_attention", "zh/05_global_attention"):
+            status, body = fetch(f"{base}/api/contents/notebooks/{lesson}.ipynb")
+            cells = json.loads(body)["content"]["cells"]
+            widget = [c for c in cells if "memory_explorer()" in c["source"]]
+            assert widget and widget[0]["metadata"]["trusted"] is True, lesson
 
 
 def stop(process: subprocess.Popen) -> None:
@@ -79,3 +86,17 @@ def stop(process: subprocess.Popen) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+@pytest.mark.parametrize("readme,lab,check", [("README.md", "make lab", "make check"),
+                                              ("README.zh-CN.md", "make lab LANG=zh", "make check LANG=zh")])
+def test_each_readme_opens_with_a_students_quick_start(readme, lab, check):
+    """Clone, `make lab` (lesson 00 opens), `make check`: the first commands a reader meets."""
+    text = (ROOT / readme).read_text()
+    first_block = text.split("```bash\n", 1)[1].split("```", 1)[0]
+    commands = [line.split("#")[0].strip() for line in first_block.splitlines()]
+    assert commands[0].startswith("git clone https://github.com/") and commands[0].endswith(
+        "attention-course && cd attention-course"), commands
+    assert commands[1:] == [lab, check]
+    assert "00" in first_block.splitlines()[1]  # make lab's comment names lesson 00
+    assert len(text[:text.index("```bash")].splitlines()) <= 8, "the quick start comes first"

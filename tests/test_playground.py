@@ -4,6 +4,8 @@ The real-browser test of the page is in tests/test_browser.py."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -127,3 +129,41 @@ def test_the_repository_setting_agrees_everywhere():
 
     assert "/" in current()
     assert disagreements() == []
+
+
+def start_with_a_fake_voila(tmp_path, *args: str) -> list[str]:
+    """`python -m course.playground ARGS` with a stand-in `voila` that prints its arguments and
+    exits: what the learner sees before Voilà starts, then what Voilà was asked to do."""
+    fake = tmp_path / "fake" / "voila"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("")
+    (fake / "__main__.py").write_text("import sys\nprint('VOILA', *sys.argv[1:])\n")
+    done = subprocess.run([sys.executable, "-m", "course.playground", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": f"{fake.parent}{os.pathsep}{ROOT}"})
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def test_the_address_is_printed_before_voila_starts_and_is_the_one_it_serves(tmp_path):
+    import socket
+
+    with socket.socket() as taken:  # a port in use gives way to a free one, printed and served
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        lines = start_with_a_fake_voila(tmp_path, "--no-browser", "--port", str(busy))
+    voila = [i for i, line in enumerate(lines) if line.startswith("VOILA ")]
+    shown = [i for i, line in enumerate(lines) if "http://127.0.0.1:" in line]
+    assert shown and voila and shown[0] < voila[0], lines
+    port = int(re.search(r"http://127\.0\.0\.1:(\d+)/", lines[shown[0]])[1])
+    assert port != busy
+    argv = lines[voila[0]].split()
+    assert f"--port={port}" in argv and "--Voila.port_retries=0" in argv and "--no-browser" in argv
+    assert "--Voila.ip=127.0.0.1" in argv and argv[1].endswith("notebooks/playground.ipynb")
+
+
+def test_the_chinese_page_prints_its_address_in_chinese(tmp_path):
+    lines = start_with_a_fake_voila(tmp_path, "--no-browser", "--lang", "zh")
+    assert lines[0].startswith("游乐场：http://127.0.0.1:"), lines
+    assert lines[-1].split()[1].endswith("notebooks/zh/playground.ipynb")

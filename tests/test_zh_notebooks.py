@@ -286,3 +286,46 @@ def test_the_release_carries_both_readmes_and_the_chinese_notebooks(tmp_path):
         p.name for p in (ROOT / "notebooks" / "zh").glob("*.ipynb")}
     assert (release / "notebooks" / "zh" / "course_setup.py").exists()
     assert "messages:" not in (release / "Makefile").read_text()
+
+
+def test_a_wrong_number_in_chinese_only_text_is_found(tmp_path):
+    """Lesson 00's note for Chinese readers quotes a check line (marked zh-only, its numbers taken
+    from README.md): the tolerance of the hidden cases there instead of the visible ones is
+    named, and so is a number a translated cell adds to its English."""
+    root = scratch_course(tmp_path)
+    chinese = root / "notebooks" / "src" / "zh" / "00_start_here.py"
+    text = chinese.read_text()
+    assert text.count("<!-- zh-only: README.md -->") == 1 and text.count("容差 1e-09 + 1e-07") == 1
+    text = text.replace("容差 1e-09 + 1e-07", "容差 1e-08 + 1e-06")
+    text = text.replace("热身练习是 `batched_dot(a, b)`", "热身练习（约 5 分钟）是 `batched_dot(a, b)`")
+    chinese.write_text(text)
+    found = notebook_problems(root)
+    note = next(i for i, c in enumerate(jupytext.read(chinese).cells) if "zh-only" in c.source)
+    warmup = next(i for i, c in enumerate(jupytext.read(chinese).cells) if "约 5 分钟" in c.source)
+    named = sorted(re.match(r"notebooks/src/zh/00_start_here.py cell (\d+): (\S+) (in a zh-only|is not)",
+                            line).groups() for line in found)
+    assert named == sorted([(str(note), "1e-06", "in a zh-only"), (str(note), "1e-08", "in a zh-only"),
+                            (str(warmup), "5", "is not")]), found
+    assert all("nor in README.md" in line for line in found if "zh-only passage" in line), found
+
+
+def test_numbers_are_read_alike_in_both_languages():
+    from course.zh_numbers import english_numbers, numbers, zh_only
+
+    assert numbers("20,608 个参数，容差 1e-09，降为 1/11") == {20608.0, 1e-9, 1.0, 11.0}
+    assert numbers("20608 and 1e-9") == {20608.0, 1e-9}
+    assert {1.0, 2.0} <= english_numbers("a weight of ones, two heads")
+    assert numbers('<!-- en="3f2a9c1b0d45" -->') == set()
+    marked = zh_only("甲 <!-- zh-only: README.md, course/checks/core.py -->乙 1\n\n丙 2 <!-- zh-only -->丁 3<!-- /zh-only --> 戊")
+    assert marked == [(["README.md", "course/checks/core.py"], "乙 1"), ([], "丁 3")]
+
+
+def test_the_size_of_the_edition_is_a_count_anyone_can_rerun():
+    done = subprocess.run([sys.executable, "-m", "course.drift", "--count"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    rows = [line.split(None, 1) for line in done.stdout.strip().splitlines()]
+    counts = {part: int(n.replace(",", "")) for n, part in rows}
+    assert rows[-1][1] == "total" and counts["total"] == sum(n for p, n in counts.items() if p != "total")
+    assert all(counts[f"notebooks/src/zh/{p.name} (markdown)"] > 100 for p in ZH_SOURCES)
+    assert counts["course/locale/zh_CN/LC_MESSAGES/course.po (msgstr)"] > 5000

@@ -4,7 +4,10 @@
 
 Built from the records only (records.py), like the gradebook, so a one-machine run, a regrade and
 a merge of shards write the same files. Each file is safe to give to its student as it is. It
-holds each check's points; for a check that failed on the notebook's visible cases, the message
+holds each check's points; the files of the submission that were not graded and why (a
+`softmax (1).py`, as a browser or an LMS download renames a second copy, is not `softmax.py`:
+the student reads it here, beside the NOT IMPLEMENTED YET it causes); for a check that failed on
+the notebook's visible cases, the message
 the student's own notebook prints for it; for a check that passed the visible cases and lost its
 points on hidden inputs, only the KIND of hidden case that failed (the case's name, such as "a
 batch of one, one query": the kinds are no secret, the release's README names them). Never in
@@ -97,6 +100,21 @@ def _problems(record: StudentRecord) -> list[str]:
     return [p for p in record.problems if not p.lower().startswith("grader error")]
 
 
+def ignored_lines(record: StudentRecord) -> list[str]:
+    """The files of the submission the grader did not take as exercises, and why (the grader's
+    words about the student's own files: never anything of the hidden run)."""
+    if not record.ignored:
+        return []
+    lines = [_("These files were not graded as exercises (only `exercises/*.py` with an "
+               "exercise's name count):"), ""]
+    lines += [f"- {_inline(item)}" for item in record.ignored]
+    if any("did you mean" in item for item in record.ignored):
+        lines += ["", _("**Rename each file to the exercise's name it resembles (for example "
+                        "`softmax.py`, not `softmax (1).py`) and hand it in again**: until then "
+                        "its checks count the exercise as not written.")]
+    return lines
+
+
 def _heading(lines: list[str], title: str) -> None:
     while lines and not lines[-1]:
         lines.pop()
@@ -113,6 +131,10 @@ def feedback_text(info: ClassInfo, record: StudentRecord) -> str:
     if record.status != "ok":
         text = STATUS_TEXT.get(record.status)
         lines += ["", f"**{record.status}**: " + (_(text) if text else _("see your instructor."))]
+    ignored = ignored_lines(record)
+    if ignored:
+        _heading(lines, _("Files not graded"))
+        lines += ignored
     problems = _problems(record)
     if problems:
         _heading(lines, _("Problems"))

@@ -1,6 +1,7 @@
 """One class graded on several machines: merge the OUT folders of its shards into one OUT.
 
-    python -m course.grading merge --parts OUT1 OUT2 ... --out OUT [--roster roster.csv] [--per-lesson]
+    python -m course.grading merge --parts OUT1 OUT2 ... --out OUT [--seed-file seed]
+        [--roster roster.csv] [--per-lesson]
     make grade-merge PARTS="OUT1 OUT2 ..." OUT=OUT [ROSTER=roster.csv] [PER_LESSON=1]
 
 Each part is the OUT of one `make grade ... SHARD=K/N` (same class, same seed, same points; see
@@ -10,6 +11,12 @@ reports and raw output are copied as they are; the gradebook, results.json, the 
 LMS files are rendered anew from the records. A part graded with another seed, plan, points or
 sandbox is refused (their points would not be comparable), and so is a student graded in two
 parts. Nothing in the parts is changed.
+
+The parts are not trusted: every record and class.json must carry the MAC the grader wrote
+(keyed by the class's secret seed: `--seed-file`, else each part's own OUT/.seed), and every
+report name must be the one the grader makes from that student's folder name, so an edited
+record (999 points) or a report name such as `../../X` is refused, and nothing is written
+outside OUT. Every file of a part is read with a bound.
 """
 from __future__ import annotations
 
@@ -23,12 +30,14 @@ from course.grading import records as rec
 from course.grading import outdir
 from course.grading.feedback import FEEDBACK_DIR
 from course.grading.lms import LMS_DIR, RosterError, read_roster
-from course.grading.names import shown
+from course.grading.names import shown, valid_report_name
+from course.grading.outdir import read_seed_file, seed_digest
 from course.grading.records import ClassInfo, StudentRecord
 from course.grading.render import render_class
+from course.grading.roster import STORED, store_roster
 
 MARKER = ".merged"       # lets a later merge replace an OUT that a merge wrote
-RENDERED = ("gradebook.csv", "results.json", rec.CLASS_FILE)
+RENDERED = ("gradebook.csv", "results.json", rec.CLASS_FILE, STORED)
 COPIED_DIRS = (rec.STUDENTS_DIR, "reports", "raw", FEEDBACK_DIR, LMS_DIR)
 # what may differ between the shards of one class: how each run was started, not how it graded
 PER_RUN = outdir.PER_RUN | {"seconds", "started", "finished", "progress"}
@@ -58,13 +67,56 @@ def _differences(first: dict, other: dict) -> list[str]:
     return found
 
 
-def load_parts(parts: list[Path]) -> list[tuple[Path, ClassInfo, dict[str, StudentRecord]]]:
-    loaded = []
-    for part in parts:
-        info = rec.load_class(part) if part.is_dir() else None
-        if info is None:
-            raise MergeError(f"{part} is not the OUT of a grading run (no {rec.CLASS_FILE})")
-        loaded.append((part, info, rec.load_students(part)))
+def _key(part: Path, seed: int | None) -> bytes:
+    if seed is not None:
+        return rec.mac_key(seed)
+    key = rec.out_key(part)
+    if key is None:
+        raise MergeError(f"{part} keeps no {rec.SEED_FILE}: give the class's seed with "
+                         "--seed-file, so that its records can be verified")
+    return key
+
+
+def _read(path: Path) -> dict:
+    try:
+        data = rec.read_json(path)
+    except (OSError, ValueError) as err:
+        raise MergeError(f"{path} cannot be read as a record ({err})") from None
+    if not isinstance(data, dict):
+        raise MergeError(f"{path} is no record")
+    return data
+
+
+def load_part(part: Path, seed: int | None) -> tuple[Path, ClassInfo, dict[str, StudentRecord]]:
+    """One part's class and records, each verified (MAC, report name) before it is used."""
+    if not (part / rec.CLASS_FILE).is_file():
+        raise MergeError(f"{part} is not the OUT of a grading run (no {rec.CLASS_FILE})")
+    key, data = _key(part, seed), _read(part / rec.CLASS_FILE)
+    if not rec.verify(data, key):
+        raise MergeError(f"{part}/{rec.CLASS_FILE} fails its MAC: it was edited, or graded with "
+                         "another seed than the one given")
+    info = ClassInfo.from_json(data)
+    if seed is not None and info.seed_digest != seed_digest(seed):
+        raise MergeError(f"{part} was graded with another seed than --seed-file's")
+    students, refused = {}, []
+    for path in rec.student_files(part):
+        data = _read(path)
+        if not rec.verify(data, key):
+            refused.append(f"{path.name} (fails its MAC)")
+        elif not valid_report_name(data.get("report_name"), data.get("student")):
+            refused.append(f"{path.name} (its report name is not its folder's)")
+        else:
+            record = StudentRecord.from_json(data)
+            students[record.report_name] = record
+    if refused:
+        raise MergeError(f"{part}/{rec.STUDENTS_DIR}: records the grader did not write as they "
+                         f"are: {', '.join(refused)}; regrade those students into that part")
+    return part, info, students
+
+
+def load_parts(parts: list[Path], seed: int | None = None
+               ) -> list[tuple[Path, ClassInfo, dict[str, StudentRecord]]]:
+    loaded = [load_part(part, seed) for part in parts]
     first_part, first, _ = loaded[0]
     for part, info, _ in loaded[1:]:
         differ = _differences(grading_key(first), grading_key(info))
@@ -121,8 +173,9 @@ def copy_students(loaded, out: Path) -> None:
     for part, _, students in loaded:
         for record in students.values():
             name = record.report_name
+            assert valid_report_name(name, record.student)  # load_part refused every other
             for relative in (f"{rec.STUDENTS_DIR}/{name}.json", f"reports/{name}.md"):
-                if (part / relative).is_file():
+                if (part / relative).is_file() and not (part / relative).is_symlink():
                     (out / relative).parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy2(part / relative, out / relative)
             if (part / "raw" / name).is_dir():
@@ -139,29 +192,53 @@ def _part_results(part: Path) -> dict:
         return {}
 
 
-def merge(parts, out, roster: Path | None = None, per_lesson: bool = False) -> list[StudentRecord]:
-    """Merge the OUTs `parts` into `out`; return the class's records (sorted by folder)."""
+def keep_roster(loaded, out: Path, roster: Path | None) -> None:
+    """The merged OUT keeps the roster given, else the one the parts keep (LMS files then
+    follow every later run into OUT)."""
+    if roster is not None:
+        store_roster(out, roster)
+        return
+    for part, _, _ in loaded:
+        if (part / STORED).is_file():
+            shutil.copy2(part / STORED, out / STORED)
+            return
+
+
+def merge(parts, out, roster: Path | None = None, per_lesson: bool | None = None,
+          seed_file: Path | None = None) -> list[StudentRecord]:
+    """Merge the OUTs `parts` into `out`; return the class's records (sorted by folder).
+    `per_lesson` None: as the parts were graded."""
+    from course.grading.classdir import check_class_paths
+
     parts = [Path(p).resolve() for p in parts]
     out = Path(out).resolve()
+    check_class_paths({"OUT": out, "ROSTER": roster}, "make grade-merge")
     if not parts:
         raise MergeError("give the parts to merge: --parts OUT1 OUT2 ...")
     if len(set(parts)) != len(parts):
         raise MergeError("a part is given twice")
     if roster is not None:
         read_roster(Path(roster))  # a roster that cannot be used stops the merge before it writes
-    loaded = load_parts(parts)
+    try:
+        seed = read_seed_file(seed_file) if seed_file is not None else None
+    except outdir.OutError as err:
+        raise MergeError(str(err.code).removeprefix("make grade: ")) from None
+    loaded = load_parts(parts, seed)
     records = check_disjoint(loaded)
     prepare_out(out, parts)
     copy_students(loaded, out)
+    keep_roster(loaded, out, roster)
     info = loaded[0][1]
     info.settings = {k: v for k, v in (info.settings or {}).items() if k not in SHARD_ONLY}
+    if per_lesson is not None:
+        info.settings["per_lesson"] = per_lesson
     rec.save_class(out, info)
     runs = [_part_results(p) for p in parts]
     render_class(out, info, records, {
         "seconds": max((r.get("seconds", 0) for r in runs), default=0),
         "jobs": runs[0].get("jobs") if runs else None,
         "skipped": sorted({s for r in runs for s in r.get("skipped", [])}),
-        "merged_from": [str(p) for p in parts]}, roster, per_lesson)
+        "merged_from": [str(p) for p in parts]}, None, per_lesson)
     return records
 
 
@@ -174,11 +251,13 @@ def main(argv=None) -> int:
                         help="the shards' OUT folders")
     parser.add_argument("--out", required=True, type=Path, help="the merged OUT (empty or new)")
     parser.add_argument("--roster", type=Path, help="roster CSV: also write OUT/lms/ (Canvas, Moodle)")
-    parser.add_argument("--per-lesson", action="store_true",
-                        help="one LMS column per lesson besides the total")
+    parser.add_argument("--per-lesson", action=argparse.BooleanOptionalAction, default=None,
+                        help="also the LMS files per lesson (default: as the parts were graded)")
+    parser.add_argument("--seed-file", type=Path, help="the class's secret seed, to verify every "
+                        "record of the parts (default: each part's own OUT/.seed)")
     args = parser.parse_args(argv)
     try:
-        records = merge(args.parts, args.out, args.roster, args.per_lesson)
+        records = merge(args.parts, args.out, args.roster, args.per_lesson, seed_file=args.seed_file)
     except MergeError as err:
         print(err.code, file=sys.stderr)
         return 2
@@ -186,5 +265,5 @@ def main(argv=None) -> int:
         print(f"make grade-merge: {err}", file=sys.stderr)
         return 2
     print(f"merged {len(records)} student(s) from {len(args.parts)} part(s) into {args.out.resolve()}: "
-          f"gradebook.csv, reports/, feedback/" + (", lms/" if args.roster else ""))
+          f"gradebook.csv, reports/, feedback/" + (", lms/" if (args.out / LMS_DIR).is_dir() else ""))
     return 0

@@ -13,6 +13,13 @@ spaces, any script, quotes, a leading `=`, or escape sequences. Three uses, thre
   `=`, `+`, `-`, `@`, tab or carriage return gets a `'` before it), control characters escaped.
 - `shown`: a name for a terminal or a Markdown report, with every control character escaped,
   so a name cannot move the cursor, recolour or erase what the grader printed.
+
+Names are bytes until shown. A folder or file name that is not UTF-8 (`caf\xe9`, Latin-1, as an
+old zip tool writes it) reaches Python as text with one "surrogate escape" per stray byte
+(os.fsdecode); it stays so in the grader and in the records (JSON escapes it, so it comes back
+the same), its report name hashes the original bytes, and `shown` writes each stray byte as
+`\xe9`. `valid_report_name` tells a report name the grader could have made from any other
+text (a merge refuses a record whose report name would write outside OUT).
 """
 from __future__ import annotations
 
@@ -27,6 +34,11 @@ HASH_HEX = 12
 # OWASP CSV Injection: cells starting with these are formulas in Excel, LibreOffice, Sheets
 # OWASP "CSV injection": what a spreadsheet may run as a formula (full-width forms too)
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", "\uff1d", "\uff0b", "\uff0d", "\uff20")
+
+
+def valid_report_name(name: object, folder: object) -> bool:
+    """Whether `name` is the report name of `folder`: what a record read from disk must say."""
+    return isinstance(name, str) and isinstance(folder, str) and name == report_name(folder)
 
 
 def _digest(name: str) -> str:
@@ -69,7 +81,9 @@ def shown(text) -> str:
     carriage returns, bidirectional overrides) written as \\x.. / \\u.. escapes."""
     out = []
     for char in str(text):
-        if unicodedata.category(char)[0] == "C" or char in "\u2028\u2029":
+        if 0xDC80 <= ord(char) <= 0xDCFF:  # a byte that was no UTF-8 (surrogate escape)
+            out.append(f"\\x{ord(char) - 0xDC00:02x}")
+        elif unicodedata.category(char)[0] == "C" or char in "\u2028\u2029":
             code = ord(char)
             out.append(f"\\x{code:02x}" if code < 0x100 else
                        f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")

@@ -14,12 +14,14 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from course.confirm.public import PUBLIC_SEED
 from course.grading import records as rec
 from course.grading.records import ClassInfo, StudentRecord
 
 LOCK_FILE = ".lock"
 PER_RUN = {"keep", "jobs", "shard", "students", "workdir", "roster", "per_lesson"}
+# what a refusal says to do about each difference (an option of make grade)
+OPTION = {"lessons": "LESSONS=", "checks": "LESSONS=", "points": "--points",
+          "sandbox": "UNSAFE=1", "seed_digest": "SEED_FILE="}
 
 
 class OutError(SystemExit):
@@ -34,6 +36,8 @@ def seed_digest(seed: int) -> str:
 
 def check_seed(seed: int) -> None:
     """Refuse a seed that is no secret (the public seed of `make check HIDDEN=1` belongs here)."""
+    from course.confirm.public import PUBLIC_SEED  # imports torch: only once OUT is settled
+
     if not 0 <= seed < 2**63:
         raise OutError(f"the seed must be an integer from 0 to 2**63 - 1, not {seed}")
     if seed == PUBLIC_SEED:
@@ -133,7 +137,25 @@ def check_plan(state: OutState, info: ClassInfo) -> None:
                      if old["settings"].get(k) != new["settings"].get(k))
     if differ:
         raise OutError(f"{state.out} holds a class graded differently ({', '.join(differ)} "
-                       "differ); use the options of that run, or grade into a fresh OUT")
+                       f"differ{_what_differs(old, new, differ)}); leave the option out (a run "
+                       "into OUT grades as OUT was graded) or grade into a fresh OUT")
+
+
+def _what_differs(old: dict, new: dict, differ: list[str]) -> str:
+    """': OUT has lessons 00, 01, this run 00-08; ...' for the differences a person can read."""
+    said = []
+    for key in differ:
+        if key == "lessons":
+            said.append(f"OUT has lessons {', '.join(old['lessons'])}, this run "
+                        f"{', '.join(new['lessons'])}")
+        elif key == "sandbox":
+            said.append(f"OUT was graded with sandbox {old['sandbox']!r}, this run "
+                        f"{new['sandbox']!r} (UNSAFE=1 is never taken from OUT)")
+        elif key.startswith("settings."):
+            name = key.split(".", 1)[1]
+            said.append(f"{name}: OUT {old['settings'].get(name)!r}, this run "
+                        f"{new['settings'].get(name)!r}")
+    return ": " + "; ".join(said) if said else ""
 
 
 def check_names(state: OutState, names: dict[str, str]) -> None:

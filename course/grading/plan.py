@@ -1,13 +1,13 @@
 """What is graded: the lessons' check cells (read from the notebooks), their setup, the points."""
 from __future__ import annotations
 
+import json
 import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from course import ROOT
-from course.checks.registry import ALIASES, all_checks, by_function_name, canonical
 from course.grading.cells import setup_source
 
 POINTS_FILE = ROOT / "course" / "grading" / "points.toml"
@@ -49,9 +49,25 @@ def parse_lessons(values: list[str] | None) -> list[str] | None:
     return sorted(set(found))
 
 
+def notebook_cells(path: Path) -> list[dict]:
+    """A notebook's cells as {"cell_type", "source", "tags"}, read as plain JSON: the course's
+    notebooks are nbformat 4, and nbformat itself costs seconds to import (its schema checker
+    builds a grammar), more than reading every notebook of the course."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    if data.get("nbformat") != 4:
+        raise SystemExit(f"{path}: nbformat {data.get('nbformat')}, the grader reads version 4")
+    cells = []
+    for cell in data.get("cells", []):
+        source = cell.get("source", "")
+        cells.append({"cell_type": cell.get("cell_type"),
+                      "source": "".join(source) if isinstance(source, list) else source,
+                      "tags": cell.get("metadata", {}).get("tags", [])})
+    return cells
+
+
 def lesson_plan(course_dir: Path, lessons: list[str] | None = None) -> list[Lesson]:
     """The notebooks to grade and the checks their check cells call, read from the notebooks."""
-    import nbformat
+    from course.checks.registry import by_function_name  # imports torch: not for a usage error
 
     named = by_function_name()
     notebooks = sorted((course_dir / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -64,14 +80,13 @@ def lesson_plan(course_dir: Path, lessons: list[str] | None = None) -> list[Less
     plan = []
     for path in notebooks:
         number = path.name[:2]
-        notebook = nbformat.read(path, as_version=4)
         cells, code_index, others = [], 0, []
-        for cell in notebook.cells:
-            if cell.cell_type != "code":
+        for cell in notebook_cells(path):
+            if cell["cell_type"] != "code":
                 continue
-            if "check" in cell.get("metadata", {}).get("tags", []):
+            if "check" in cell["tags"]:
                 ids = []
-                for name in CHECK_CALL.findall(cell.source):
+                for name in CHECK_CALL.findall(cell["source"]):
                     owners = named.get(name)
                     if not owners:
                         print(f"warning: {path.name}, code cell {code_index}: {name} is no Check "
@@ -80,10 +95,10 @@ def lesson_plan(course_dir: Path, lessons: list[str] | None = None) -> list[Less
                     check = owners.get(number) or next(iter(owners.values()))
                     ids.append(check.id)
                 if ids:
-                    cells.append(CheckCell(path.name, code_index, ids, cell.source,
+                    cells.append(CheckCell(path.name, code_index, ids, cell["source"],
                                            setup_source(others)))
             else:
-                others.append(cell.source)
+                others.append(cell["source"])
             code_index += 1
         plan.append(Lesson(number, path.name, cells))
     return plan
@@ -99,6 +114,8 @@ def load_points(check_ids: list[str], path: Path | None = None) -> dict[str, flo
     A key that is no check's id (nor an old id kept in course/checks/registry.py's ALIASES) is
     an error that lists the ids: a typo would otherwise silently leave a check at the default."""
     import tomllib
+
+    from course.checks.registry import ALIASES, all_checks, canonical
 
     path = POINTS_FILE if path is None else Path(path)
     config = tomllib.loads(path.read_text()) if path.exists() else {}
@@ -120,6 +137,8 @@ def load_points(check_ids: list[str], path: Path | None = None) -> dict[str, flo
 
 
 def warn_unrun(plan: list[Lesson]) -> None:
+    from course.checks.registry import all_checks
+
     run = {c for lesson in plan for c in lesson.checks}
     numbers = {lesson.number for lesson in plan}
     for check in all_checks().values():

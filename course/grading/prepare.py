@@ -4,22 +4,27 @@ column with its hidden cases and the solutions' outputs on them, and the fork se
 from __future__ import annotations
 
 import compileall
+import gc
 import json
+import os
 import shutil
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from course import ROOT
 from course.checks import depends
+from course.confirm import flat
 from course.confirm.entries import hidden_entry as entry_with_calls
+from course.grading import identity as ids
 from course.grading.hidden import confirm as hidden
 from course.grading.plan import Lesson, lesson_plan, load_points, warn_unrun
 from course.grading.processes import ForkServer
-from course.grading.sandbox import fork_server
+from course.grading.sandbox import bwrap_problem, fork_server, python_roots
 from course.grading.settings import Settings
 
 SANDBOX_FILES = ("cells.py", "nbval_plugin.py")  # the grader's files that run inside sandboxes
-HIDDEN_FILES = ("harness.py", "standins.py")  # torch-only: what runs the hidden cases there
+HIDDEN_FILES = ("harness.py", "standins.py", "flat.py")  # torch-only: what runs the hidden cases
 
 
 class PlanError(SystemExit):
@@ -118,6 +123,13 @@ def cell_items(plan: list[Lesson], modules: list[str]) -> list[dict]:
 def prepare(root: Path, lessons: list[str] | None, points_file: Path | None, seed: int,
             settings: Settings, fork: bool = True) -> ClassContext:
     """Build the class context under `root` (the run's private working folder)."""
+    ids.configure(None if settings.unsafe else job_slots(root))
+    import torch
+
+    # the grader's own tensors (references, hidden results) are small: a pool of threads per
+    # operation only costs their wake-ups (three times the CPU-seconds of the set-up, and more
+    # on a busy machine)
+    torch.set_num_threads(1)
     server = fork_server(root / "forkserver.log") if fork and not settings.unsafe else None
     try:  # the server imports torch meanwhile
         ctx = _context(root, lessons, points_file, seed, server)
@@ -128,12 +140,42 @@ def prepare(root: Path, lessons: list[str] | None, points_file: Path | None, see
     if server is not None and not server.wait_ready():
         server.close()
         ctx.server = None  # every sandboxed process then starts by exec: slower, the same grades
+    # what the set-up made (torch, the course, the references) lives until the end: out of the
+    # cycle collector's sight, so that its full collections (and the one at exit, seconds long)
+    # no longer walk it
+    gc.freeze()
     return ctx
 
 
-def _context(root: Path, lessons, points_file, seed: int, server) -> ClassContext:
-    import torch
+def job_slots(root: Path) -> ids.Slots | None:
+    """Run as root: an unprivileged uid per job slot (course/grading/identity.py), when this host
+    allows it; else None, and a warning that the sandboxes have no process limit."""
+    if os.geteuid() != 0:
+        return None
+    why = ids.ids_free()
+    if why is None:
+        slots = ids.Slots(root, python_roots())
+        why = bwrap_problem(slots.identity(0))
+        if why is None:
+            return slots
+        os.chmod(root, 0o700)
+    print(f"warning: grading as root, and the sandboxes cannot run as the unprivileged uids "
+          f"{ids.SLOT_UID}+ ({why}): they run as root, where the kernel ignores their process "
+          "limit. Grade as a normal user, or see docs/trust-boundary.md", file=sys.stderr)
+    return None
 
+
+def _share(root: Path) -> None:
+    """The run's files readable by the job slots' group (root), and by no other user."""
+    if not ids.configured():
+        return
+    for path in [root, *root.rglob("*")]:
+        if not path.is_symlink():
+            os.chown(path, 0, ids.SLOT_GID)
+            os.chmod(path, path.stat().st_mode | (0o050 if path.is_dir() else 0o040))
+
+
+def _context(root: Path, lessons, points_file, seed: int, server) -> ClassContext:
     from course.handout import build
 
     pristine = build(root / "pristine")  # the student release: no solutions/, no grader
@@ -144,12 +186,16 @@ def _context(root: Path, lessons, points_file, seed: int, server) -> ClassContex
     grader, cases = root / "grader", root / "hidden"
     grader.mkdir()
     cases.mkdir()
+    # every student's checks load the recorded references: from flat sidecars, 10x sooner
+    flat.write_sidecars(pristine / "course" / "reference_data", grader / "reference")
     for name in SANDBOX_FILES:
         shutil.copy(ROOT / "course" / "grading" / name, grader / name)
     for name in HIDDEN_FILES:
         shutil.copy(ROOT / "course" / "confirm" / name, cases / name)
-    torch.save(entries, cases / "cases.pt")
+    compileall.compile_dir(cases, quiet=1, workers=1)  # what every hidden run imports: once
+    flat.save(entries, cases / "cases.pt")
     stubs = {p.name: p.read_bytes() for p in sorted((pristine / "exercises").glob("*.py"))}
     ctx = ClassContext(pristine, grader, cases, plan, checks, stubs, server)
     (grader / "items.json").write_text(json.dumps(cell_items(plan, ctx.graded_modules())))
+    _share(root)
     return ctx

@@ -1,6 +1,7 @@
 """Sandboxed processes once started: reading their pipes, their exit code and CPU time, killing
-the whole sandbox; every one running now (`LIVE`), so that a stopped run ends them at once; and
-the grader's side of the fork server (course/grading/forkserver.py)."""
+the whole sandbox; what the sandbox as a whole uses (`Watch`); every one running now (`LIVE`),
+so that a stopped run ends them at once; and the grader's side of the fork server
+(course/grading/forkserver.py)."""
 from __future__ import annotations
 
 import json
@@ -16,6 +17,14 @@ from pathlib import Path
 
 PR_SET_PDEATHSIG = 1
 STATUS = struct.Struct("id")  # what the fork server reports: exit code, CPU-seconds
+TICK = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+# a sandbox's processes together: CPU-seconds at most BURST + RATE x its wall seconds, at most
+# RUNNING threads wanting a CPU at once on CROWDED looks in a row (an honest sandbox runs one
+# thread: OMP, MKL and OpenBLAS get one each; a busy machine hides a storm's rate, not its
+# count), memory the per-process limit
+RATE, BURST, RUNNING, CROWDED = 1.25, 2.0, 2, 4
+PSS_EVERY = 5.0  # seconds between two exact (and slow: ~10 ms a process) looks at memory
 
 
 def die_with_parent() -> None:
@@ -64,6 +73,91 @@ class Live:
 LIVE = Live()
 
 
+class Watch:
+    """What every process of one sandbox uses together, read from the sandbox's own /proc (seen
+    from the host through the root of its first process: only its PID namespace is there).
+    Without cgroups (course/grading/cgroups.py) this is what bounds a tree of processes: a
+    storm of spinners, or of forks that each allocate up to the per-process limit."""
+
+    def __init__(self, ns_pid: int, memory_bytes: int):
+        self.proc, self.memory, self.started = f"/proc/{ns_pid}/root/proc", memory_bytes, time.monotonic()
+        self.crowded = 0  # looks in a row that found more than RUNNING threads running
+        self.measured = -PSS_EVERY  # when memory was last looked at exactly
+
+    def _pids(self) -> list[str]:
+        try:
+            return [p for p in os.listdir(self.proc) if p.isdigit()]
+        except OSError:
+            return []
+
+    def _running(self, pid: str, threads: int, state: bytes) -> int:
+        """Threads of process `pid` that are running or waiting for a CPU (state R)."""
+        if threads <= 1:
+            return int(state == b"R")
+        found = 0
+        try:
+            for task in os.listdir(f"{self.proc}/{pid}/task"):
+                with open(f"{self.proc}/{pid}/task/{task}/stat", "rb") as handle:
+                    found += handle.read().rsplit(b")", 1)[1].split()[0] == b"R"
+        except (OSError, IndexError):
+            pass
+        return found
+
+    def usage(self) -> tuple[int, float, int, int]:
+        """(processes, CPU-seconds, resident private bytes, threads running) of the sandbox now.
+        Private: resident minus shared, so pages a fork shares with its parent count once in
+        each of them (a bound from above: `proportional` tells the truth when it matters)."""
+        count, ticks, private, running = 0, 0, 0, 0
+        for pid in self._pids():
+            try:
+                with open(f"{self.proc}/{pid}/stat", "rb") as handle:
+                    fields = handle.read().rsplit(b")", 1)[1].split()
+                with open(f"{self.proc}/{pid}/statm", "rb") as handle:
+                    pages = handle.read().split()
+            except (OSError, IndexError):
+                continue
+            count += 1
+            ticks += sum(int(f) for f in fields[11:15])  # utime stime cutime cstime
+            private += (int(pages[1]) - int(pages[2])) * PAGE
+            running += self._running(pid, int(fields[17]), fields[0])
+        return count, ticks / TICK, private, running
+
+    def proportional(self) -> int:
+        """The anonymous memory of the sandbox's processes, each page shared by n of them
+        counted 1/n in each (Pss_Anon of smaps_rollup): slower to read, exact."""
+        total = 0
+        for pid in self._pids():
+            try:
+                with open(f"{self.proc}/{pid}/smaps_rollup", "rb") as handle:
+                    lines = dict(line.split(b":", 1) for line in handle.read().splitlines()[1:])
+            except (OSError, ValueError):
+                continue
+            kib = lines.get(b"Pss_Anon", lines.get(b"Pss", b"0 kB")).split()[0]
+            total += int(kib) * 1024
+        return total
+
+    def overuse(self) -> tuple[str, str] | None:
+        """("cpu" or "memory", why) when the sandbox as a whole is over its share, else None."""
+        count, cpu, private, running = self.usage()
+        seconds = time.monotonic() - self.started
+        self.crowded = self.crowded + 1 if running > RUNNING else 0
+        if self.crowded >= CROWDED:
+            return "cpu", (f"{running} of its threads and processes wanted a CPU at once, on "
+                           f"{CROWDED} looks in a row (an exercise runs one)")
+        if cpu > BURST + RATE * seconds:
+            return "cpu", (f"its {count} processes used {cpu:.1f} CPU-seconds in {seconds:.1f} s "
+                           f"of wall time, more than one core's worth")
+        if not self.memory or private <= self.memory or self.crowded or \
+                seconds - self.measured < PSS_EVERY:
+            return None  # a crowd is stopped for its crowd, before an exact look would end
+        self.measured = seconds
+        used = self.proportional()
+        if used > self.memory:
+            return "memory", (f"its {count} processes held {used >> 20} MiB together, more "
+                              f"than the {self.memory >> 20} MiB limit")
+        return None
+
+
 class Running:
     """A sandboxed process: its stdout (`out`) and stderr (`err`) as pipes to read, its exit
     code (negative: the signal that ended it), and a kill that takes the whole sandbox."""
@@ -71,6 +165,7 @@ class Running:
     err: int
     killed: bool = False
     cpu: float | None = None     # CPU-seconds it used, once it has ended (when known)
+    watch: Watch | None = None   # the sandbox's processes together (None: no sandbox)
 
     def poll(self) -> int | None:
         raise NotImplementedError

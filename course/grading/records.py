@@ -6,11 +6,20 @@ then a rename), with the run's `ClassInfo` in `OUT/class.json`. Everything else 
 gradebook, reports, LMS files, feedback) is rendered from these records, so a stopped run keeps
 every finished student, a regrade replaces only its students' records, and shards of one class
 merge by taking the union of their records.
+
+Each record (and class.json) carries a MAC: an HMAC-SHA256 keyed by the class's secret seed over
+the record's canonical JSON, so a merge can tell a record the grader wrote from an edited one
+(`verify`). Names that are no UTF-8 stay as they are (names.py): their stray bytes are written as
+JSON escapes, so every file in OUT is UTF-8 and reads back the same.
 """
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
+import re
+import sys
 import tempfile
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -18,6 +27,9 @@ from pathlib import Path
 STUDENTS_DIR = "students"
 CLASS_FILE = "class.json"
 SEED_FILE = ".seed"          # the run's secret seed, owner-only: regrades and shards reuse it
+MAC_FIELD = "mac"            # the record's HMAC, keyed by the seed (see `mac`)
+MAX_RECORD_BYTES = 16 * 1024 * 1024  # a record file read from disk: no more
+SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass
@@ -84,13 +96,65 @@ class ClassInfo:
         return cls(**{k: v for k, v in data.items() if k in known})
 
 
+def dumps(data) -> str:
+    """JSON text that is UTF-8 whatever the names in it hold: a stray byte of a name (a lone
+    surrogate) is written as its \\udcXX escape, which json.loads reads back as the same."""
+    return SURROGATE.sub(lambda m: f"\\u{ord(m[0]):04x}",
+                         json.dumps(data, indent=1, ensure_ascii=False))
+
+
+def canonical(data: dict) -> bytes:
+    """The bytes a MAC covers: the record without its MAC, keys sorted, ASCII only."""
+    return json.dumps({k: v for k, v in data.items() if k != MAC_FIELD}, sort_keys=True,
+                      ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def mac_key(seed: int) -> bytes:
+    return f"attention-course record mac, seed {seed}".encode()
+
+
+def mac(data: dict, key: bytes) -> str:
+    return hmac.new(key, canonical(data), hashlib.sha256).hexdigest()
+
+
+def out_key(out: Path) -> bytes | None:
+    """The MAC key of the class in OUT (from OUT/.seed), or None where OUT keeps no seed."""
+    try:
+        return mac_key(int((Path(out) / SEED_FILE).read_text(encoding="ascii").strip()))
+    except (OSError, ValueError):
+        return None
+
+
+def signed(data: dict, key: bytes | None) -> dict:
+    data = {k: v for k, v in data.items() if k != MAC_FIELD}
+    if key is not None:
+        data[MAC_FIELD] = mac(data, key)
+    return data
+
+
+def verify(data: dict, key: bytes) -> bool:
+    """Whether `data` (a record or class.json as read) carries the MAC the grader wrote."""
+    told = data.get(MAC_FIELD)
+    return isinstance(told, str) and hmac.compare_digest(told, mac(data, key))
+
+
+def read_json(path: Path, limit: int = MAX_RECORD_BYTES):
+    """A JSON file of OUT (or of a shard's OUT), read with a bound: never a link, at most `limit`."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as handle:
+        if os.fstat(handle.fileno()).st_size > limit:
+            raise ValueError(f"{path} has more than {limit} bytes")
+        return json.loads(handle.read(limit + 1)[:limit].decode("utf-8"))
+
+
 def atomic_write(path: Path, text: str) -> None:
     """Write `text` to `path` so that a reader (or a crash) sees the old file or the new one,
-    never half of one."""
+    never half of one. A stray surrogate (a name's byte that was no UTF-8) is escaped, never
+    a reason to fail."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as handle:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace", newline="") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
@@ -101,23 +165,41 @@ def atomic_write(path: Path, text: str) -> None:
 
 
 def save_student(out: Path, record: StudentRecord) -> Path:
+    """OUT/students/<report name>.json, with its MAC (keyed by OUT's seed)."""
     path = out / STUDENTS_DIR / f"{record.report_name}.json"
-    atomic_write(path, json.dumps(record.to_json(), indent=1, ensure_ascii=False))
+    atomic_write(path, dumps(signed(record.to_json(), out_key(out))))
     return path
 
 
+def student_files(out: Path) -> list[Path]:
+    return sorted((out / STUDENTS_DIR).glob("*.json"))
+
+
 def load_students(out: Path) -> dict[str, StudentRecord]:
-    """Every student record in OUT, by report name."""
-    found = {}
-    for path in sorted((out / STUDENTS_DIR).glob("*.json")):
-        record = StudentRecord.from_json(json.loads(path.read_text(encoding="utf-8")))
+    """Every student record in OUT that the grader wrote, by report name. A record whose MAC does
+    not verify (edited, or written by something else), that names another file than its own or
+    that cannot be read is left out with a warning: a resumed run grades that student again, and
+    the gradebook never shows it."""
+    found, key = {}, out_key(out)
+    for path in student_files(out):
+        try:
+            data = read_json(path)
+            record = StudentRecord.from_json(data)
+            why = ("its MAC does not verify" if key is not None and not verify(data, key) else
+                   "it names another report" if record.report_name != path.stem else None)
+        except Exception as err:  # noqa: BLE001 - a damaged file is that student's, not the class's
+            why = f"it cannot be read ({type(err).__name__})"
+        if why:
+            print(f"warning: {path} left out: {why}; that student is graded again",
+                  file=sys.stderr)
+            continue
         found[record.report_name] = record
     return found
 
 
 def save_class(out: Path, info: ClassInfo) -> Path:
     path = out / CLASS_FILE
-    atomic_write(path, json.dumps(info.to_json(), indent=1, ensure_ascii=False))
+    atomic_write(path, dumps(signed(info.to_json(), out_key(out))))
     return path
 
 
@@ -125,4 +207,4 @@ def load_class(out: Path) -> ClassInfo | None:
     path = out / CLASS_FILE
     if not path.exists():
         return None
-    return ClassInfo.from_json(json.loads(path.read_text(encoding="utf-8")))
+    return ClassInfo.from_json(read_json(path))

@@ -3,7 +3,10 @@ soon as the student is graded; for the class, the gradebook after every student,
 results.json, the feedback to hand back and the LMS files.
 
 `render_class` is the one place where the LMS and feedback writers (course/grading/lms.py,
-course/grading/feedback.py) are called; a merge of shards renders through the same function.
+course/grading/feedback.py) are called; every kind of run (a class, a regrade, a resumed or
+stopped run, a merge of shards) renders through it, so OUT's files always agree with its records.
+The LMS files come from the roster given to this run, else from the one OUT keeps (roster.py),
+and per lesson when this run or the class's record (class.json) asks for it.
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from course.grading.feedback import write_feedback
 from course.grading.lms import write_lms
 from course.grading.records import ClassInfo, StudentRecord, atomic_write
 from course.grading.report import report_text, write_gradebook
+from course.grading.roster import stored_roster
 
 REPORTS_DIR = "reports"
 
@@ -35,9 +39,12 @@ def write_results(out: Path, info: ClassInfo, records: list[StudentRecord], run:
 
 
 def render_class(out: Path, info: ClassInfo, records: list[StudentRecord], run: dict,
-                 roster: Path | None = None, per_lesson: bool = False) -> list[str]:
+                 roster: Path | None = None, per_lesson: bool | None = None) -> list[str]:
     """The class's files from its records; returns what was written besides the gradebook."""
     records = sorted(records, key=lambda r: r.student)
+    roster = roster if roster is not None else stored_roster(out)
+    if per_lesson is None:
+        per_lesson = bool((info.settings or {}).get("per_lesson"))
     write_gradebook(out, info.checks, records)
     write_results(out, info, records, run)
     written = ["results.json"]

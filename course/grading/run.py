@@ -1,17 +1,22 @@
 """Grading a class, in named stages:
 
+0. check: every path of the class outside the course (classdir.py), the roster, the folders
+   STUDENTS= names, the sandbox, OUT's lock and seed, and (before any set-up) that this run
+   grades as the class in OUT was graded: a mistake is reported in seconds, not after set-up;
 1. collect: the class's folders, their report names (distinct across the whole class), and this
    run's share of it: a shard, the folders STUDENTS= names, or those OUT has no record of yet;
-2. prepare: OUT (locked, with its secret seed and plan), the pristine handout, the hidden cases
-   and the solutions' outputs on them, the fork server (outdir.py, prepare.py);
+2. prepare: the pristine handout, the hidden cases and the solutions' outputs on them, the fork
+   server (prepare.py): the set-up, timed and printed beside the grading time;
 3. grade: each student (student.py), JOBS at a time under a progress bar; as each one finishes,
    its record, its report and the gradebook are written, atomically;
-4. render: results.json, the feedback and the LMS files (render.py).
+4. render: results.json, the feedback and the LMS files, from every record in OUT (render.py).
 Ctrl-C or SIGTERM ends the running sandboxes at once and keeps every student already graded; the
 same command then resumes where it stopped.
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 import sys
@@ -19,22 +24,29 @@ import tempfile
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from course import ROOT
+from course.grading.classdir import check_class_paths
 from course.grading.folders import ClassFolders, UsageError, check_folders, class_folders
+from course.grading.folders import students_in
 from course.grading.names import shown
 from course.grading.outdir import OutState, check_names, check_plan, open_out, seed_digest
-from course.grading.prepare import ClassContext, prepare
+from course.grading.processes import LIVE
 from course.grading.records import CheckRecord, ClassInfo, StudentRecord, load_students, save_class
 from course.grading.render import render_class, write_student
 from course.grading.report import fmt, write_gradebook
-from course.grading.processes import LIVE
+from course.grading.reuse import points_toml, reused_line
+from course.grading.roster import RosterError, read_roster, store_roster
 from course.grading.sandbox import bwrap_problem
 from course.grading.settings import Settings
-from course.grading.student import Job, collect, grade_student
+from course.grading.wanted import wanted_students
+
+if TYPE_CHECKING:
+    from course.grading.prepare import ClassContext
+    from course.grading.student import Job
 
 
 @dataclass
@@ -49,8 +61,11 @@ class Options:
     students: list[str] | None = None
     shard: tuple[int, int] | None = None
     roster: Path | None = None
-    per_lesson: bool = False
+    per_lesson: bool | None = None    # None: as OUT's class was graded (reuse.py), else off
     fork: bool = True      # start sandboxed processes from the fork server (fast)
+    students_file: Path | None = None
+    points: dict[str, float] | None = None  # OUT's recorded points, when no points file is given
+    reused: list[str] = field(default_factory=list)  # what reuse.settle took from OUT
 
 
 class Stopped(Exception):
@@ -72,7 +87,7 @@ def _check_run(settings: Settings, options: Options) -> None:
         raise UsageError("--workdir must lie outside the course")
 
 
-@contextmanager
+@contextlib.contextmanager
 def workspace(workdir: Path | None, keep: bool):
     root = Path(tempfile.mkdtemp(prefix="grade-", dir=workdir))
     os.chmod(root, 0o700)
@@ -85,14 +100,32 @@ def workspace(workdir: Path | None, keep: bool):
             shutil.rmtree(root, ignore_errors=True)
 
 
+def _per_run(options: Options) -> dict:
+    return {"jobs": options.jobs, "students": options.students,
+            "shard": f"{options.shard[0]}/{options.shard[1]}" if options.shard else None,
+            "roster": str(options.roster) if options.roster else None,
+            "per_lesson": bool(options.per_lesson)}
+
+
 def class_info(ctx: ClassContext, settings: Settings, state: OutState, options: Options) -> ClassInfo:
-    per_run = {"jobs": options.jobs, "students": options.students,
-               "shard": f"{options.shard[0]}/{options.shard[1]}" if options.shard else None,
-               "roster": str(options.roster) if options.roster else None,
-               "per_lesson": options.per_lesson}
     return ClassInfo([lesson.number for lesson in ctx.plan], ctx.columns,
                      {c.id: c.points for c in ctx.checks.values()},
-                     {**settings.to_json(), **per_run},
+                     {**settings.to_json(), **_per_run(options)},
+                     "none (UNSAFE)" if settings.unsafe else "bubblewrap", seed_digest(state.seed))
+
+
+def planned_info(settings: Settings, state: OutState, options: Options) -> ClassInfo:
+    """The ClassInfo this run will record, from the course's own notebooks and the points file,
+    without the set-up (no handout, no hidden cases): enough to refuse a run that would grade
+    differently from OUT's class before spending the set-up on it."""
+    from course.grading.plan import lesson_plan, load_points
+
+    with contextlib.redirect_stderr(io.StringIO()):  # prepare() prints its notes once
+        plan = lesson_plan(ROOT, options.lessons)
+        columns = [c for lesson in plan for c in lesson.checks]
+        points = load_points(columns, options.points_file)
+    return ClassInfo([lesson.number for lesson in plan], columns, points,
+                     {**settings.to_json(), **_per_run(options)},
                      "none (UNSAFE)" if settings.unsafe else "bubblewrap", seed_digest(state.seed))
 
 
@@ -102,7 +135,7 @@ def _todo(folders: ClassFolders, state: OutState, options: Options, ctx: ClassCo
         return folders.chosen
     done = [p for p in folders.chosen if folders.names[p.name] in state.records]
     if done:
-        changed = [p.name for p in done if collect(p, ctx).digest !=
+        changed = [p.name for p in done if _digest(p, ctx) !=
                    state.records[folders.names[p.name]].submission_digest]
         print(f"resuming: {len(done)} student(s) already graded in {state.out} are kept",
               file=sys.stderr)
@@ -113,9 +146,18 @@ def _todo(folders: ClassFolders, state: OutState, options: Options, ctx: ClassCo
     return [p for p in folders.chosen if p not in done]
 
 
+def _digest(folder: Path, ctx: ClassContext) -> str | None:
+    from course.grading.student import collect
+
+    try:
+        return collect(folder, ctx).digest
+    except Exception:  # noqa: BLE001 - unreadable now: it shows as changed
+        return None
+
+
 def _grader_error(job: Job, ctx: ClassContext, settings: Settings, err: Exception) -> StudentRecord:
     job.raw.mkdir(parents=True, exist_ok=True)
-    (job.raw / "grader-error.txt").write_text(traceback.format_exc())
+    (job.raw / "grader-error.txt").write_text(traceback.format_exc(), errors="backslashreplace")
     checks = [CheckRecord(c.id, c.lesson, c.points, 0.0, False, f"grader error: {err}")
               for c in ctx.checks.values()]
     return StudentRecord(job.student, job.report_name, "grader-error", 0.0,
@@ -124,6 +166,8 @@ def _grader_error(job: Job, ctx: ClassContext, settings: Settings, err: Exceptio
 
 
 def _grade_one(job: Job, ctx: ClassContext, settings: Settings) -> StudentRecord:
+    from course.grading.student import grade_student
+
     if job.raw.exists():
         shutil.rmtree(job.raw)
     try:
@@ -137,30 +181,62 @@ def _grade_one(job: Job, ctx: ClassContext, settings: Settings) -> StudentRecord
 
 def grade_all(jobs: list[Job], ctx: ClassContext, settings: Settings, state: OutState,
               info: ClassInfo, workers: int) -> dict[str, StudentRecord]:
-    """Stage 3: every job, `workers` at a time; OUT is written by this thread only."""
+    """Stage 3: every job, `workers` at a time; OUT is written by this thread only. On Ctrl-C,
+    the students whose grading had ended are recorded before the others are stopped (a worker
+    takes its next student as soon as one ends, before this thread has written the record)."""
     from tqdm import tqdm
 
     records, limits = dict(state.records), settings.line()
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool, \
             tqdm(total=len(jobs), unit="student", file=sys.stderr, disable=None) as bar:
-        futures = [pool.submit(_grade_one, job, ctx, settings) for job in jobs]
-        graded = 0
+        futures = {pool.submit(_grade_one, job, ctx, settings): job for job in jobs}
+        recorded: set = set()
+
+        def record(future) -> None:
+            try:  # one student's failure is that student's row: the class goes on
+                result = future.result()
+                write_student(state.out, result, limits)
+            except Exception as err:  # noqa: BLE001
+                result = _grader_error(futures[future], ctx, settings, err)
+                write_student(state.out, result, limits)
+            records[result.report_name] = result
+            write_gradebook(state.out, info.checks, records.values())
+            recorded.add(future)
+            bar.update(1)
+            tqdm.write(f"  {shown(result.student)}: {result.status}, {fmt(result.total)}/"
+                       f"{fmt(result.maximum)} in {result.seconds:g} s", file=sys.stdout)
+
         try:
             for future in as_completed(futures):
-                record = future.result()
-                write_student(state.out, record, limits)
-                records[record.report_name] = record
-                write_gradebook(state.out, info.checks, records.values())
-                graded += 1
-                bar.update(1)
-                tqdm.write(f"  {shown(record.student)}: {record.status}, {fmt(record.total)}/"
-                           f"{fmt(record.maximum)} in {record.seconds:g} s", file=sys.stdout)
+                record(future)
         except KeyboardInterrupt:
+            ended = [f for f in futures if f.done() and not f.cancelled() and f not in recorded]
             LIVE.stop()
             for future in futures:
                 future.cancel()
-            raise Stopped(graded, len(jobs)) from None
+            for future in ended:
+                record(future)
+            raise Stopped(len(recorded), len(jobs)) from None
     return records
+
+
+def _check_first(submissions: Path, out: Path, settings: Settings,
+                 options: Options) -> ClassFolders:
+    """Stage 0 and 1, before OUT is touched: paths, roster, folders, the sandbox."""
+    check_class_paths({"SUBMISSIONS": submissions, "OUT": out, "ROSTER": options.roster,
+                       "SEED_FILE": options.seed_file, "STUDENTS_FILE": options.students_file})
+    check_folders(submissions, out)
+    if options.roster is not None:
+        try:
+            read_roster(options.roster)
+        except RosterError as err:
+            raise UsageError(f"ROSTER={options.roster}: {err}") from None
+    everyone, _ = students_in(submissions, out)
+    options.students = wanted_students(options.students, options.students_file,
+                                       [p.name for p in everyone])
+    folders = class_folders(submissions, out, options.students, options.shard)
+    _check_run(settings, options)
+    return folders
 
 
 def grade_class(submissions: Path, out: Path, jobs: int = 1, lessons: list[str] | None = None,
@@ -168,23 +244,34 @@ def grade_class(submissions: Path, out: Path, jobs: int = 1, lessons: list[str] 
                 workdir: Path | None = None, seed: int | None = None,
                 options: Options | None = None) -> list[StudentRecord]:
     """Grade a class into OUT; the class's records (every student OUT holds), sorted."""
+    begun = time.monotonic()
     settings = settings or Settings()
     options = options or Options(jobs, lessons, points_file, workdir, seed)
     submissions, out = Path(submissions).resolve(), Path(out).resolve()
-    check_folders(submissions, out)
-    folders = class_folders(submissions, out, options.students, options.shard)      # 1. collect
-    _check_run(settings, options)
+    folders = _check_first(submissions, out, settings, options)                    # 0, 1
     state = open_out(out, options.seed, options.seed_file)
     try:
+        check_names(state, folders.names)
+        check_plan(state, planned_info(settings, state, options))
+        if options.roster is not None:
+            store_roster(state.out, options.roster)
+        line = reused_line(state.out, options)
+        if line:
+            print(line, file=sys.stderr)
         with workspace(options.workdir, settings.keep) as root:
-            return _graded(folders, state, root, settings, options)
+            if options.points is not None and options.points_file is None:
+                options.points_file = root / "points.toml"
+                options.points_file.write_text(points_toml(options.points))
+            return _graded(folders, state, root, settings, options, begun)
     finally:
         state.close()
 
 
 def _graded(folders: ClassFolders, state: OutState, root: Path, settings: Settings,
-            options: Options) -> list[StudentRecord]:
-    check_names(state, folders.names)
+            options: Options, begun: float) -> list[StudentRecord]:
+    from course.grading.prepare import prepare
+    from course.grading.student import Job
+
     ctx = prepare(root, options.lessons, options.points_file, state.seed, settings,  # 2. prepare
                   options.fork)
     try:
@@ -196,7 +283,8 @@ def _graded(folders: ClassFolders, state: OutState, root: Path, settings: Settin
             print(f"skipped: {shown(name)}", file=sys.stderr)
         if settings.unsafe:
             print("WARNING: grading WITHOUT a sandbox (--unsafe-no-sandbox)", file=sys.stderr)
-        print(f"grading {len(todo)} submission(s): lessons "
+        setup = time.monotonic() - begun
+        print(f"set-up {setup:.1f} s; grading {len(todo)} submission(s): lessons "
               f"{', '.join(lesson.number for lesson in ctx.plan)}, {len(ctx.columns)} checks, "
               f"{options.jobs} at a time" + ("" if ctx.server else " (no fork server)"), flush=True)
         jobs = [Job(p.name, folders.names[p.name], p, root / f"s{i:04d}",
@@ -205,12 +293,12 @@ def _graded(folders: ClassFolders, state: OutState, root: Path, settings: Settin
         try:
             records = grade_all(jobs, ctx, settings, state, info, options.jobs)   # 3. grade
         except Stopped:
-            _render(state, info, load_students(state.out), started, folders, options)
+            _render(state, info, load_students(state.out), started, setup, folders, options)
             raise
-        _render(state, info, records, started, folders, options)                  # 4. render
-        print(f"graded {len(todo)} submission(s) in {time.monotonic() - started:.1f} s; "
-              f"gradebook: {state.out / 'gradebook.csv'}, reports: {state.out / 'reports'}",
-              flush=True)
+        _render(state, info, records, started, setup, folders, options)           # 4. render
+        print(f"graded {len(todo)} submission(s) in {time.monotonic() - started:.1f} s after "
+              f"{setup:.1f} s of set-up; gradebook: {state.out / 'gradebook.csv'}, reports: "
+              f"{state.out / 'reports'}", flush=True)
         return sorted(records.values(), key=lambda r: r.student)
     finally:
         if ctx.server is not None:
@@ -218,7 +306,7 @@ def _graded(folders: ClassFolders, state: OutState, root: Path, settings: Settin
 
 
 def _render(state: OutState, info: ClassInfo, records: dict[str, StudentRecord], started: float,
-            folders: ClassFolders, options: Options) -> None:
-    run = {"seconds": round(time.monotonic() - started, 1), "jobs": options.jobs,
-           "skipped": folders.skipped}
-    render_class(state.out, info, list(records.values()), run, options.roster, options.per_lesson)
+            setup: float, folders: ClassFolders, options: Options) -> None:
+    run = {"seconds": round(time.monotonic() - started, 1), "setup_seconds": round(setup, 1),
+           "jobs": options.jobs, "skipped": folders.skipped}
+    render_class(state.out, info, list(records.values()), run, None, options.per_lesson)

@@ -3,8 +3,8 @@ instructor passes the explicit unsafe switch.
 
 A `Layout` says what a sandbox sees, by path inside it. Nothing else is there: the system (/usr,
 /lib, a few files of /etc) and the Python environment read-only, its own /proc (a new PID
-namespace: no other process is visible) and /dev, no network (loopback only), no other user
-(uid 1000), and:
+namespace: no other process is visible), a read-only /dev with a private /dev/shm of SHM_BYTES,
+no network (loopback only), no other user (uid 1000; no user namespace can be made inside), and:
 - `tmpfs`: private writable folders of a fixed size (the private /tmp, the scratch copy),
 - `ro`: host folders or files bound read-only (the pristine handout's folders, the hidden cases),
 - `files`: contents copied in (the student's exercise files),
@@ -14,8 +14,11 @@ namespace: no other process is visible) and /dev, no network (loopback only), no
 - `discard`: paths that are /dev/null (a log nobody reads: it costs no space and has no limit).
 bubblewrap reads its whole command line from a file descriptor (`--args`), so the process it
 starts sees `bwrap --args 3` in /proc, not the host paths of the binds. Resource limits (address
-space, file size, CPU time, no core dumps) apply to every process inside; the whole sandbox
-dies with its first process, and with the grader.
+space, file size, CPU time, no core dumps) apply to every process inside, and a process limit
+(NPROC) to the sandbox as a whole: set inside it, it counts the processes of its own user
+namespace (as root, each job slot runs as an unprivileged uid of its own: course/grading/
+identity.py). What all its processes use together is watched (`Watch` in processes.py). The
+whole sandbox dies with its first process, and with the grader.
 
 Two ways to start the sandboxed process: `exec` (bubblewrap runs the command) and `fork` (a
 copy of the fork server, which imported torch once, enters a sandbox that bubblewrap holds
@@ -24,8 +27,10 @@ open with a placeholder; see course/grading/forkserver.py). Both give a `Running
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
+import re
 import resource
 import shutil
 import subprocess
@@ -33,10 +38,19 @@ import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from course.grading.processes import LIVE, ExecRunning, ForkRunning, ForkServer, Running, kill_group
+from course.grading import identity as ids
+from course.grading.identity import Identity
+from course.grading.processes import (LIVE, ExecRunning, ForkRunning, ForkServer, Running, Watch,
+                                      kill_group)
 
 MIB = 1024 * 1024
 START_CPU = 30   # CPU-seconds a process started from scratch needs for Python and torch
+SHM_BYTES = 16 * MIB  # the private /dev/shm: POSIX shared memory and semaphores, no more
+NPROC = 64       # processes and threads per sandbox: no exercise starts one; a notebook kernel
+                 # (FULL=1) and torch's own threads stay far below
+# sets the process limit inside the sandbox, then runs the command (the exec path)
+NPROC_LAUNCHER = ("import os, resource, sys; n = int(sys.argv[1]); "
+                  "resource.setrlimit(resource.RLIMIT_NPROC, (n, n)); os.execv(sys.argv[2], sys.argv[2:])")
 FIX = "install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`)"
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "nsswitch.conf", "passwd", "group",
              "localtime", "hosts", "fonts", "ssl/certs", "mime.types")
@@ -65,7 +79,8 @@ def python_roots() -> list[Path]:
 
 def interpreter() -> str:
     """The environment's python, by a path that exists inside the sandbox."""
-    return str(Path(sys.prefix).resolve() / "bin" / "python")
+    python = Path(sys.prefix).resolve() / "bin" / "python"
+    return str(python) if python.exists() else os.path.realpath(sys.executable)
 
 
 def base_env() -> dict[str, str]:
@@ -77,15 +92,41 @@ def fork_server(log: Path) -> ForkServer:
     return ForkServer(log, interpreter(), base_env())
 
 
-def bwrap_problem() -> str | None:
-    """None when bubblewrap can start a sandbox here, else what is wrong and how to fix it."""
+@functools.cache
+def bwrap_options() -> frozenset[str]:
+    """The options this bubblewrap knows (--disable-userns came with 0.8.0, 2023)."""
+    try:
+        done = subprocess.run(["bwrap", "--help"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+    return frozenset(re.findall(r"^\s+(--[a-z-]+)", done.stdout + done.stderr, re.M))
+
+
+def nproc_per_namespace() -> bool:
+    """Whether the kernel counts RLIMIT_NPROC per user namespace (Linux 5.14 and later): on an
+    older one it counts every process of the user, so a normal user's sandboxes get no process
+    limit there (a job slot's uid, as root, has no other process: it gets it anyway)."""
+    found = re.match(r"(\d+)\.(\d+)", os.uname().release)
+    return bool(found) and (int(found[1]), int(found[2])) >= (5, 14)
+
+
+def no_userns() -> list[str]:
+    """No user namespace can be made inside (where this bubblewrap can say so: 0.8.0 on)."""
+    return ["--disable-userns"] if "--disable-userns" in bwrap_options() else []
+
+
+def bwrap_problem(identity: Identity | None = None) -> str | None:
+    """None when bubblewrap can start a sandbox here (as `identity`, when given), else what is
+    wrong and how to fix it."""
     if shutil.which("bwrap") is None:
         return f"bubblewrap (bwrap) is not installed; {FIX}"
     try:
-        done = subprocess.run(["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/",
-                               "--proc", "/proc", "--dev", "/dev", "true"],
-                              capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as err:
+        done = subprocess.run(["bwrap", "--unshare-all", "--unshare-user", *no_userns(),
+                               "--die-with-parent", "--ro-bind", "/", "/", "--proc", "/proc",
+                               "--dev", "/dev", "true"], capture_output=True, text=True,
+                              timeout=30, cwd="/",
+                              preexec_fn=identity.become if identity is not None else None)
+    except (OSError, subprocess.SubprocessError) as err:
         return f"bubblewrap could not start: {err}"
     if done.returncode != 0:
         return (f"bubblewrap cannot create namespaces here ({done.stderr.strip()}); allow "
@@ -96,9 +137,10 @@ def bwrap_problem() -> str | None:
 
 @dataclass
 class Limits:
-    memory_mib: int = 4096      # address space per process (0: none)
+    memory_mib: int = 4096      # address space per process (0: none); the sandbox's together
     fsize_mib: int = 64         # largest file a process may write
     cpu_seconds: float = 0      # CPU time per process (0: none); SIGXCPU, then SIGKILL 2 s later
+    nproc: int = NPROC          # processes and threads in the sandbox (0: none), set inside it
 
     def rlimits(self) -> dict[str, tuple[int, int]]:
         found = {"CORE": (0, 0)}
@@ -111,10 +153,24 @@ class Limits:
             found["CPU"] = (seconds, seconds + 2)
         return found
 
+    def inside(self) -> dict[str, tuple[int, int]]:
+        """The limits set inside the sandbox only: NPROC counts the processes of the user
+        namespace it is set in, so it must not be set on bubblewrap (outside, it would count
+        every process of the grader's user)."""
+        return {**self.rlimits(), **({"NPROC": (self.nproc,) * 2} if self.nproc > 0 else {})}
+
     def apply(self) -> None:
         """In a child before exec: inherited by everything it starts."""
         for name, value in self.rlimits().items():
             resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), value)
+
+    def starter(self, identity: Identity | None):
+        """What the child that execs bubblewrap runs first: become the slot's uid, then limits."""
+        def start() -> None:
+            if identity is not None:
+                identity.become()
+            self.apply()
+        return start
 
 
 @dataclass
@@ -143,10 +199,12 @@ def _memfd(name: str, data: bytes) -> int:
     return fd
 
 
-def bwrap_args(layout: Layout, fds: list[int]) -> list[str]:
-    """bubblewrap's options for `layout` (file descriptors it must read appended to `fds`)."""
-    args = ["--unshare-all", "--uid", "1000", "--gid", "1000", "--hostname", "sandbox",
-            "--die-with-parent", "--new-session", "--clearenv"]
+def bwrap_args(layout: Layout, fds: list[int], identity: Identity | None = None) -> list[str]:
+    """bubblewrap's options for `layout` (file descriptors it must read appended to `fds`); run
+    as `identity` (a job slot's uid, when the grader is root), host folders it cannot reach are
+    bound from their bridges."""
+    args = ["--unshare-all", "--unshare-user", *no_userns(), "--uid", "1000", "--gid", "1000",
+            "--hostname", "sandbox", "--die-with-parent", "--new-session", "--clearenv"]
     for system in SYSTEM:
         if os.path.islink(system):
             args += ["--symlink", os.readlink(system), system]
@@ -154,17 +212,19 @@ def bwrap_args(layout: Layout, fds: list[int]) -> list[str]:
             args += ["--ro-bind", system, system]
     for name in ETC_FILES:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    args += ["--proc", "/proc", "--dev", "/dev"]
+    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
+             "--remount-ro", "/dev"]
     for path, size in sorted(layout.tmpfs.items(), key=lambda item: _depth(item[0])):
         args += ["--size", str(int(size)), "--tmpfs", path]
     # after the private /tmp: an environment that lives under /tmp stays visible
+    source = identity.source if identity is not None else str
     for root in python_roots():
-        args += ["--ro-bind", str(root), str(root)]
+        args += ["--ro-bind", source(str(root)), str(root)]
     for path, host in sorted(layout.ro.items(), key=lambda item: _depth(item[0])):
-        args += ["--ro-bind", str(host), path]
+        args += ["--ro-bind", source(str(host)), path]
     made = set(layout.tmpfs)
     for path, host in sorted(layout.rw.items(), key=lambda item: _depth(item[0])):
-        args += ["--bind", str(host), path]
+        args += ["--bind", source(str(host)), path]
     for path, content in sorted(layout.files.items(), key=lambda item: _depth(item[0])):
         parent = os.path.dirname(path)
         if parent not in made and parent not in layout.ro:
@@ -219,20 +279,25 @@ class Sandbox:
         if self.unsafe and self.root is not None and not self.root.exists():
             self.root.mkdir(parents=True)
             self._unsafe_layout()
+        identity = None if self.unsafe else ids.current()
+        for host in self.layout.rw.values():  # the files it may write: the slot's own
+            ids.own(host, identity)
+        if identity is None and not nproc_per_namespace():
+            limits = replace(limits, nproc=0)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         try:
             running = None
             if self.server is not None and self.server.alive and not self.unsafe:
                 try:
-                    running = self._fork(argv, limits, out_r, out_w, err_r, err_w)
+                    running = self._fork(argv, limits, identity, out_w, err_w, out_r, err_r)
                 except OSError:
                     if self.server.alive:  # the sandbox failed, not the server
                         raise
                     limits = replace(limits, cpu_seconds=limits.cpu_seconds and
                                      limits.cpu_seconds + START_CPU)
             if running is None:
-                running = self._exec(argv, limits, out_r, out_w, err_r, err_w)
+                running = self._exec(argv, limits, identity, out_w, err_w, out_r, err_r)
         except BaseException:
             os.close(out_r)
             os.close(err_r)
@@ -243,64 +308,77 @@ class Sandbox:
         LIVE.add(running)
         return running
 
-    def _exec(self, argv, limits, out_r, out_w, err_r, err_w) -> Running:
+    def _bwrap(self, command: list[str], limits: Limits, identity: Identity | None, stdout: int,
+               stderr: int) -> tuple[subprocess.Popen, int | None]:
+        """bubblewrap running `command` in this layout, and the pid of its first process inside
+        (which it tells, --info-fd, once the sandbox is set up; None if it failed)."""
         fds: list[int] = []
-        if self.unsafe:
-            command, env, cwd = argv, self._env(), self.p(self.layout.cwd)
-        else:
-            args = bwrap_args(self.layout, fds)
-            fds.append(_memfd("bwrap-args", "\0".join(args).encode() + b"\0"))
-            # the command (in-sandbox paths only) must follow on bwrap's own command line
-            command = ["bwrap", "--args", str(fds[-1]), "--", *argv]
-            env, cwd = {"PATH": "/usr/bin:/bin"}, "/"
+        info_r, info_w = os.pipe()
+        args = bwrap_args(self.layout, fds, identity) + ["--info-fd", str(info_w)]
+        fds.append(_memfd("bwrap-args", "\0".join(args).encode() + b"\0"))
         try:
-            proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out_w, stderr=err_w,
-                                    env=env, cwd=cwd, pass_fds=fds, preexec_fn=limits.apply,
+            # the command (in-sandbox paths only) must follow on bwrap's own command line
+            proc = subprocess.Popen(["bwrap", "--args", str(fds[-1]), "--", *command],
+                                    stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr,
+                                    env={"PATH": "/usr/bin:/bin"}, cwd="/",
+                                    pass_fds=[*fds, info_w], preexec_fn=limits.starter(identity),
                                     start_new_session=True)
+        except BaseException:
+            os.close(info_r)
+            raise
         finally:
-            for fd in fds:
+            for fd in (*fds, info_w):
                 os.close(fd)
-        return ExecRunning(proc, out_r, err_r, sandboxed=not self.unsafe)
+        with os.fdopen(info_r, "rb") as info:
+            said = info.read(1 << 16)
+        try:
+            return proc, int(json.loads(said)["child-pid"])
+        except (ValueError, KeyError, TypeError):
+            return proc, None
 
-    def _holder(self, err: int) -> tuple[subprocess.Popen, int]:
+    def _exec(self, argv, limits, identity, out_w, err_w, out_r, err_r) -> Running:
+        if self.unsafe:
+            proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out_w, stderr=err_w,
+                                    env=self._env(), cwd=self.p(self.layout.cwd),
+                                    preexec_fn=limits.apply, start_new_session=True)
+            return ExecRunning(proc, out_r, err_r, sandboxed=False)
+        if limits.nproc > 0:  # set inside: see Limits.inside
+            argv = [interpreter(), "-S", "-c", NPROC_LAUNCHER, str(limits.nproc), *argv]
+        proc, ns_pid = self._bwrap(argv, limits, identity, out_w, err_w)
+        running = ExecRunning(proc, out_r, err_r, sandboxed=True)
+        running.watch = Watch(ns_pid, limits.memory_mib * MIB) if ns_pid else None
+        return running
+
+    def _holder(self, err: int, limits: Limits, identity: Identity | None) -> tuple[subprocess.Popen, int]:
         """bubblewrap holding the sandbox open around a placeholder, and the placeholder's pid.
         bubblewrap tells the pid (--info-fd) before it has set the sandbox up; the placeholder
         says "ready" once it runs, that is once every mount is in place."""
-        fds: list[int] = []
-        info_r, info_w = os.pipe()
         ready_r, ready_w = os.pipe()
-        args = bwrap_args(self.layout, fds) + ["--info-fd", str(info_w)]
-        fds.append(_memfd("bwrap-args", "\0".join(args).encode() + b"\0"))
         try:
-            holder = subprocess.Popen(["bwrap", "--args", str(fds[-1]), "--", "/bin/sh", "-c",
-                                       "echo ready && exec sleep infinity"],
-                                      stdin=subprocess.DEVNULL, stdout=ready_w, stderr=err,
-                                      env={"PATH": "/usr/bin:/bin"}, cwd="/",
-                                      pass_fds=[*fds, info_w], start_new_session=True)
+            holder, pid = self._bwrap(["/bin/sh", "-c", "echo ready && exec sleep infinity"],
+                                      replace(limits, cpu_seconds=0), identity, ready_w, err)
         finally:
-            for fd in (*fds, info_w, ready_w):
-                os.close(fd)
-        with os.fdopen(info_r, "rb") as info, os.fdopen(ready_r, "rb") as ready:
-            said, told = info.read(), ready.readline()
-        try:
-            pid = int(json.loads(said)["child-pid"])
-        except (ValueError, KeyError, TypeError):
-            pid = None
+            os.close(ready_w)
+        with os.fdopen(ready_r, "rb") as ready:
+            told = ready.readline()
         if pid is None or told != b"ready\n":
             kill_group(holder)
-            raise OSError(f"bubblewrap did not start its sandbox ({said[:200]!r}, {told[:50]!r})")
+            raise OSError(f"bubblewrap did not start its sandbox ({told[:50]!r})")
         return holder, pid
 
-    def _fork(self, argv, limits, out_r, out_w, err_r, err_w) -> Running:
+    def _fork(self, argv, limits, identity, out_w, err_w, out_r, err_r) -> Running:
         assert not self.unsafe, "without a sandbox, processes are started by exec"
-        holder, pid = self._holder(err_w)
+        holder, pid = self._holder(err_w, limits, identity)
         request = {"ns_pid": pid, "script": argv[1], "args": argv[2:], "env": self._env(),
                    "cwd": self.p(self.layout.cwd),
                    "path": [p for p in self._env().get("PYTHONPATH", "").split(":") if p],
-                   "rlimits": limits.rlimits()}
+                   "rlimits": limits.inside(),
+                   "as": [identity.uid, identity.gid] if identity is not None else None}
         try:
             status = self.server.spawn(request, out_w, err_w)
         except OSError:
             kill_group(holder)
             raise
-        return ForkRunning(holder, status, out_r, err_r)
+        running = ForkRunning(holder, status, out_r, err_r)
+        running.watch = Watch(pid, limits.memory_mib * MIB)
+        return running

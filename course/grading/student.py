@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ from pathlib import Path
 from course.checks import lines as check_lines
 from course.grading import submission
 from course.grading.classify import Classified, classify
+from course.grading.identity import slot
 from course.grading.hidden_run import Confirmation, HiddenRun, isolated_entry, run_hidden
 from course.grading.prepare import ClassContext
 from course.grading.records import CheckRecord, StudentRecord
@@ -53,20 +55,25 @@ class Submission:
 
 def collect(folder: Path, ctx: ClassContext) -> Submission:
     """Stage 1: the files that are graded, and what was left out and why."""
-    exercises = submission.find_exercises(folder)
-    files, ignored = submission.take_files(exercises, ctx.modules, ctx.stubs["__init__.py"]) \
-        if exercises else ({}, [])
-    extras = submission.shipped_extras(folder, exercises)
+    try:
+        exercises = submission.find_exercises(folder)
+        files, ignored = submission.take_files(exercises, ctx.modules, ctx.stubs["__init__.py"]) \
+            if exercises else ({}, [])
+        extras = submission.shipped_extras(folder, exercises)
+        loose = submission.loose_files(folder, exercises, ctx.modules)
+    except submission.TooLarge as too_large:  # not read further: nothing of it is graded
+        return Submission({}, ignored=[f"{too_large} (not read: nothing of it is graded)"])
     ships = any(e.rstrip("/").split("/")[-1] == "solutions" for e in extras)
     digest = hashlib.sha256()
     for name, content in sorted(files.items()):
-        digest.update(name.encode() + b"\0" + hashlib.sha256(content).digest())
+        digest.update(os.fsencode(name) + b"\0" + hashlib.sha256(content).digest())
+    left_out = ([f"exercises/{i}" for i in ignored] + [f"{e} (only exercises/*.py count)"
+                                                        for e in extras] + loose)
+    # a file named like an exercise but not as one (`softmax (1).py`): flagged in the gradebook
+    misnamed = ["misnamed-files"] if any("did you mean" in i for i in left_out) else []
     return Submission(
-        files, submission.code_flags(files) + (["ships-solutions"] if ships else []),
-        [f"exercises/{n}" for n in files],
-        [f"exercises/{i}" for i in ignored] + [f"{e} (only exercises/*.py count)" for e in extras]
-        + submission.loose_files(folder, exercises, ctx.modules),
-        digest.hexdigest()[:16] if files else "")
+        files, submission.code_flags(files) + (["ships-solutions"] if ships else []) + misnamed,
+        [f"exercises/{n}" for n in files], left_out, digest.hexdigest()[:16] if files else "")
 
 
 def _visible(job: Job, ctx: ClassContext, settings: Settings, files, deadline: float):
@@ -155,17 +162,24 @@ def _record(job: Job, sub: Submission, checks: dict[str, CheckRecord], found: Cl
 
 
 def grade_student(job: Job, ctx: ClassContext, settings: Settings) -> StudentRecord:
+    """One student's record; every sandbox runs as this thread's job slot (as root: its uid)."""
+    with slot():
+        return _grade(job, ctx, settings)
+
+
+def _grade(job: Job, ctx: ClassContext, settings: Settings) -> StudentRecord:
     start = time.monotonic()
     deadline, timings = start + settings.student_timeout, {}
     job.raw.mkdir(parents=True, exist_ok=True)
     job.scratch.mkdir(parents=True, exist_ok=True)
 
-    def stage(name, run, *args):
-        begun = time.monotonic()
+    def stage(name, run, *args):  # wall seconds, and the CPU-seconds of this grader thread
+        begun, cpu = time.monotonic(), time.thread_time()
         try:
             return run(*args)
         finally:
             timings[name] = round(time.monotonic() - begun, 3)
+            timings[f"{name} grader cpu"] = round(time.thread_time() - cpu, 3)
 
     sub = stage("collect", collect, job.folder, ctx)
     checks = {c.id: CheckRecord(c.id, c.lesson, c.points, 0.0, False, "no submission")

@@ -12,6 +12,11 @@ the sandbox is killed with everything in it and a fresh child takes the next ite
 A child that dies during an item charges that item (its exit code is the reason). One killed
 for CPU time after it had finished other items gets one more try in a fresh process, since the
 CPU-time limit counts the whole process: the second death charges the item for good.
+
+Every WATCH seconds, what all the sandbox's processes use together is read (processes.Watch):
+a sandbox over its share (more than a core's worth of CPU-seconds, or more private memory than
+the memory limit: a storm of processes or threads) is killed at once and charges the item, as
+a CPU-time or a memory death, without a second try.
 """
 from __future__ import annotations
 
@@ -30,6 +35,7 @@ MAX_LINE = 1 << 20      # a longer protocol line is dropped
 LOG_CAP = 1 << 20       # bytes of a child's stderr kept in raw/, per run
 CHUNK = 1 << 16
 FAILED_TO_START = 125
+WATCH = 0.25            # seconds between two looks at what a sandbox uses as a whole
 
 
 @dataclass
@@ -61,6 +67,10 @@ class Log:
             self.file.write(keep)
         self.kept += len(keep)
         self.dropped += len(data) - len(keep)
+
+    def note(self, text: str) -> None:
+        """The grader's own line, kept whatever the child wrote before it."""
+        self.file.write(f"\n[{text}]\n".encode())
 
     def close(self) -> None:
         if self.dropped:
@@ -108,6 +118,7 @@ class _Process:
         self.run, self.proc, self.lines = run, proc, Lines()
         self.clock, self.budget = time.monotonic(), run.startup + run.item_timeout
         self.finished_any, self.started_next, self.open = False, False, {proc.out, proc.err}
+        self.watched = time.monotonic()
 
     def follow(self) -> None:
         """Until the child ends, is killed at a limit, or every item is done."""
@@ -121,7 +132,12 @@ class _Process:
             if code is not None:
                 self.drain()
                 return self.died(code)
-            self.read(min(0.5, limit - now))
+            if self.proc.watch is not None and now - self.watched >= WATCH:
+                self.watched = now
+                over = self.proc.watch.overuse()
+                if over is not None:
+                    return self.overused(*over)
+            self.read(min(WATCH, limit - now))
 
     def read(self, timeout: float) -> None:
         if not self.open:
@@ -166,6 +182,14 @@ class _Process:
             run.deadline_hit = True
         else:
             run.charge(ItemResult(timed_out=True, seconds=time.monotonic() - self.clock))
+
+    def overused(self, kind: str, why: str) -> None:
+        """The sandbox as a whole went over its share: killed, and the item charged."""
+        self.proc.kill()
+        run = self.run
+        run.log.note(f"the grader stopped the sandbox: {why}")
+        seconds = time.monotonic() - self.clock
+        run.charge(ItemResult(exit_code=-signal.SIGKILL, cpu_limit=kind == "cpu", seconds=seconds))
 
     def died(self, code: int) -> None:
         run, item = self.run, self.run.remaining[0] if self.run.remaining else None

@@ -140,7 +140,7 @@ check_batched_dot(batched_dot)
 # |---|---|---|
 # | attention | 注意力 | a weighted average of values, weights from query-key similarity |
 # | query / key / value (Q, K, V) | 查询 / 键 / 值 | what I look for / what I offer as a label / what I hand over |
-# | score, logit | 打分 | q·k / √c, before the softmax |
+# | score, logit | 分数 (注意力分数) | q·k / √c, before the softmax |
 # | attention weights | 注意力权重 | softmax of the scores over the keys; each row sums to 1 |
 # | scaled dot-product attention | 缩放点积注意力 | softmax(QKᵀ/√c + bias)·V |
 # | head, multi-head | 头, 多头 | one Q/K/V subspace; several run side by side |
@@ -150,12 +150,12 @@ check_batched_dot(batched_dot)
 # | broadcasting | 广播 | size-1 axes stretched to match: the whole of lesson 04 |
 # | row / column attention | 行 / 列注意力 | attention along a row or a column of the MSA table |
 # | MSA (multiple sequence alignment) | 多序列比对 | the table of related sequences AlphaFold reads |
-# | pair representation z | 对表征 z | AlphaFold's features for each residue pair; source of the pair bias |
+# | pair representation z | pair 表征 z (对表征) | AlphaFold's features for each residue pair; source of the pair bias |
 # | global attention | 全局注意力 | one averaged query, one shared key/value head: cost linear in the number of sequences |
 # | gate, gating | 门, 门控 | sigmoid(linear(x)) multiplied into the attention output per channel |
 # | sigmoid | S 型函数 (sigmoid) | 1/(1+e^(−x)), between 0 and 1 |
 # | softmax | softmax (归一化指数) | exponentiate, then divide by the sum |
-# | attention sink | 注意力汇聚 (注意力池) | a token (often the first) that soaks up attention weight with no content reason |
+# | attention sink | 注意力汇点 (汇点) | a token (often the first) that soaks up attention weight with no content reason |
 # | mutation test | 变异测试 | break the reference on purpose; a good check must notice |
 #
 # ## Summary

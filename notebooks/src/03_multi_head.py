@@ -25,6 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from course.checks.inputs import fill_parameters
+from course.i18n import _  # printed text and figure labels in the notebook's language
 from course.measure import best_time, n_parameters
 
 torch.set_printoptions(precision=4, sci_mode=False)
@@ -73,8 +74,8 @@ torch.set_printoptions(precision=4, sci_mode=False)
 L, N_head, c = 4, 2, 3
 counting = torch.arange(L * N_head * c).view(L, N_head * c)
 print("x (L, N_head*c):\n", counting)
-print("\nwrong: view(N_head, L, c), head 0 =\n", counting.view(N_head, L, c)[0])
-print("\nright: view(L, N_head, c).transpose(0, 1), head 0 =\n",
+print(_("\nwrong: view(N_head, L, c), head 0 =\n"), counting.view(N_head, L, c)[0])
+print(_("\nright: view(L, N_head, c).transpose(0, 1), head 0 =\n"),
       counting.view(L, N_head, c).transpose(0, 1)[0])
 
 # %% [markdown]
@@ -141,13 +142,13 @@ try:
 except NotImplementedError:  # not written yet: the same mask, built here
     lesson02_mask = (torch.arange(5) < lengths[:, None])[:, None, :]
 flags = key_mask_to_flags(lesson02_mask)
-print("lesson 02 mask", tuple(lesson02_mask.shape), "-> attention_mask", tuple(flags.shape))
+print(_("lesson 02 mask"), tuple(lesson02_mask.shape), "-> attention_mask", tuple(flags.shape))
 print(flags)
-print("and back, equal:", torch.equal(flags_to_key_mask(flags), lesson02_mask))
+print(_("and back, equal:"), torch.equal(flags_to_key_mask(flags), lesson02_mask))
 try:
     key_mask_to_flags(torch.ones(5, 5, dtype=torch.bool).tril())
 except ValueError as error:
-    print("causal mask:", error)
+    print(_("causal mask:"), error)
 
 # %% tags=["check"]
 from course.checks.lesson03 import check_multi_head_attention
@@ -170,14 +171,14 @@ print("linear_q(x)         ", tuple(q.shape), "   (B, L, N_head*c)")
 q, k, v = (split_heads(layer(x), mha.N_head) for layer in (mha.linear_q, mha.linear_k, mha.linear_v))
 print("split_heads         ", tuple(q.shape), "(B, N_head, L, c)")
 scores = q @ k.transpose(-2, -1) / math.sqrt(mha.c)
-print("scores              ", tuple(scores.shape), "(B, N_head, L, L): one matrix per head")
+print(_("scores              "), tuple(scores.shape), "(B, N_head, L, L): one matrix per head")
 heads_out = torch.softmax(scores, dim=-1) @ v
-print("weights @ v         ", tuple(heads_out.shape), "(B, N_head, L, c)")
+print(_("weights @ v         "), tuple(heads_out.shape), "(B, N_head, L, c)")
 merged = merge_heads(heads_out)
 print("merge_heads         ", tuple(merged.shape), "   (B, L, N_head*c)")
 out = mha.linear_o(merged)
 print("linear_o            ", tuple(out.shape), "   (B, L, c_in)")
-print("same as mha(x):", torch.allclose(out, mha(x), rtol=0, atol=1e-12))
+print(_("same as mha(x):"), torch.allclose(out, mha(x), rtol=0, atol=1e-12))
 
 # %% [markdown]
 # ## One joint projection = N separate heads
@@ -209,7 +210,7 @@ for head in separate_heads:  # one small attention per head, no view, no transpo
     outputs.append(weights_h @ v_h)
 loop_result = mha.linear_o(torch.cat(outputs, dim=-1))  # concatenate heads 0, 1, ... in order
 
-print("N separate heads == joint projection:",
+print(_("N separate heads == joint projection:"),
       torch.allclose(loop_result, mha(x), rtol=0, atol=1e-12))
 
 # %% [markdown]
@@ -292,10 +293,10 @@ with torch.no_grad():
 
 x = torch.randn(2, 6, c_in, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
 real = torch.tensor([[True] * 6, [True] * 4 + [False] * 2])  # sequence 1 has 2 padding tokens
-theirs_out, _ = theirs(x, x, x, need_weights=False)
-theirs_masked, _ = theirs(x, x, x, key_padding_mask=~real, need_weights=False)
-print("no mask, equal:     ", torch.allclose(ours(x), theirs_out, rtol=0, atol=1e-12))
-print("padding mask, equal:", torch.allclose(ours(x, attention_mask=real), theirs_masked,
+theirs_out = theirs(x, x, x, need_weights=False)[0]
+theirs_masked = theirs(x, x, x, key_padding_mask=~real, need_weights=False)[0]
+print(_("no mask, equal:     "), torch.allclose(ours(x), theirs_out, rtol=0, atol=1e-12))
+print(_("padding mask, equal:"), torch.allclose(ours(x, attention_mask=real), theirs_masked,
                                              rtol=0, atol=1e-12))
 
 # %% [markdown]
@@ -316,11 +317,11 @@ with torch.no_grad():
         twin.out_proj.weight.copy_(af2_style.linear_o.weight)
     with_bias.in_proj_bias.zero_()
     with_bias.out_proj.bias.copy_(af2_style.linear_o.bias)
-print("bias=True, in_proj_bias zeroed, equal:",
+print(_("bias=True, in_proj_bias zeroed, equal:"),
       torch.allclose(af2_style(x), with_bias(x, x, x, need_weights=False)[0], rtol=0, atol=1e-12))
 with torch.no_grad():
     af2_style.linear_o.bias.zero_()
-print("bias=False vs ours with linear_o.bias zeroed, equal:",
+print(_("bias=False vs ours with linear_o.bias zeroed, equal:"),
       torch.allclose(af2_style(x), no_bias(x, x, x, need_weights=False)[0], rtol=0, atol=1e-12))
 
 # %% [markdown]
@@ -360,12 +361,12 @@ def same(a, b):
     return torch.allclose(a, b, rtol=0, atol=1e-12)
 
 
-print("four terms add up to the biased score:", same(full, content + query_only + key_only + constant))
-print("softmax(full) == softmax(content + key_only):  ",
+print(_("four terms add up to the biased score:"), same(full, content + query_only + key_only + constant))
+print(_("softmax(full) == softmax(content + key_only):  "),
       same(full.softmax(-1), (content + key_only).softmax(-1)))
-print("softmax(full) == softmax(content):             ",
+print(_("softmax(full) == softmax(content):             "),
       same(full.softmax(-1), content.softmax(-1)))
-print("dropping b_k changes nothing:                  ",
+print(_("dropping b_k changes nothing:                  "),
       same(full.softmax(-1), ((x @ W_q.T + b_q) @ (x @ W_k.T).T / math.sqrt(c)).softmax(-1)))
 
 # %% [markdown]
@@ -386,10 +387,10 @@ with torch.no_grad():
     biased.linear_o.bias += biased.linear_o.weight @ biased.linear_v.bias  # absorb W_o b_v
     biased.linear_v.bias.zero_()
     biased.linear_k.bias.zero_()
-print("b_k and b_v removed, output unchanged:", same(biased(x), reference_out))
+print(_("b_k and b_v removed, output unchanged:"), same(biased(x), reference_out))
 with torch.no_grad():
     biased.linear_q.bias.zero_()
-print("b_q removed as well, output unchanged:", same(biased(x), reference_out))
+print(_("b_q removed as well, output unchanged:"), same(biased(x), reference_out))
 
 # %% [markdown]
 # So, without a gate, of the 3·N_head·c bias numbers only b_q does anything, and what it does
@@ -493,7 +494,7 @@ with torch.inference_mode():
         print(f"B={batch}, L={length:>4}: teaching path / fused = {teaching / fused:5.1f}x")
 torch.set_num_threads(threads)
 grows = all(a < b for a, b in zip(ratios, ratios[1:]))
-print("in this run the gap", "grew with L at every step" if grows else "did not grow steadily with L")
+print(_("in this run the gap"), "grew with L at every step" if grows else "did not grow steadily with L")
 
 # %% [markdown]
 # ## Self-check

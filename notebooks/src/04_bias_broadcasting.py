@@ -4,6 +4,11 @@
 # **Prerequisites:** lesson 02's `scaled_dot_product_attention` and lesson 03's
 # `MultiHeadAttention` (`exercises/mha.py`): this lesson adds biases to them.
 #
+# **Without AlphaFold2 background?** This lesson's AlphaFold2 parts are optional: *AlphaFold2's
+# pair bias* (exercise `PairBias`), *Row and column attention* and *A toy MSA*. Lessons 05 and 06
+# build on them; lessons 07 and 08 do not. The rest (biases, masks, ALiBi, T5, broadcasting and its
+# exercise) is for everyone.
+#
 # **In this lesson you will**
 # - see what an additive bias on the scores does, and move one with a slider;
 # - build the bias family in code: padding mask, ALiBi, T5's bucketed relative positions and
@@ -47,8 +52,8 @@ torch.set_printoptions(precision=4, sci_mode=False)
 # %%
 scores = torch.tensor([1.0, 0.5, 0.2, -0.3], dtype=torch.float64)
 bias = torch.tensor([0.0, 0.0, 0.0, 2.0], dtype=torch.float64)
-print("without bias:", torch.softmax(scores, dim=-1))
-print("with bias:   ", torch.softmax(scores + bias, dim=-1))
+print(_("without bias:"), torch.softmax(scores, dim=-1))
+print(_("with bias:   "), torch.softmax(scores + bias, dim=-1))
 
 # %% [markdown]
 # The widget does the same on a 5 × 5 score matrix: pick a query i, a key j and the bias b on that
@@ -80,13 +85,13 @@ from exercises.bias import padding_bias
 real = torch.tensor([[True, True, True, True, True],
                      [True, True, True, False, False]])  # sequence 1: 3 tokens + 2 padding
 pad_bias = padding_bias(real).double()
-print("padding bias", tuple(pad_bias.shape), "\n", pad_bias[:, 0, 0])
+print(_("padding bias"), tuple(pad_bias.shape), "\n", pad_bias[:, 0, 0])
 
 generator = torch.Generator().manual_seed(0)
 q, k, v = (torch.randn(2, 4, 5, 8, generator=generator, dtype=torch.float64) for _ in range(3))
 by_bias = scaled_dot_product_attention(q, k, v, bias=pad_bias)
 by_mask = scaled_dot_product_attention(q, k, v, mask=real[:, None, None, :])
-print("bias form == boolean mask:", torch.allclose(by_bias, by_mask, rtol=0, atol=1e-12))
+print(_("bias form == boolean mask:"), torch.allclose(by_bias, by_mask, rtol=0, atol=1e-12))
 
 # %% [markdown]
 # ### ALiBi: a fixed penalty for distance
@@ -102,10 +107,10 @@ print("bias form == boolean mask:", torch.allclose(by_bias, by_mask, rtol=0, ato
 # %%
 from exercises.bias import alibi_bias, alibi_slopes
 
-print("slopes for 8 heads:", alibi_slopes(8))
-print("slopes for 6 heads:", alibi_slopes(6))
+print(_("slopes for 8 heads:"), alibi_slopes(8))
+print(_("slopes for 6 heads:"), alibi_slopes(6))
 alibi = alibi_bias(8, 8)  # (N_head, L, L)
-print("ALiBi bias", tuple(alibi.shape), "head 0, query 0:", alibi[0, 0])
+print(_("ALiBi bias"), tuple(alibi.shape), "head 0, query 0:", alibi[0, 0])
 
 fig, axes = plt.subplots(1, 3, figsize=(9, 2.8), layout="constrained")
 for ax, head in zip(axes, (0, 3, 7)):  # one colour scale for all: steep heads look far less
@@ -135,12 +140,12 @@ from exercises.bias import RelativePositionBias, relative_position_bucket
 relative = torch.tensor([-300, -128, -100, -50, -20, -12, -8, -7, -1, 0, 1, 2, 7, 8, 20, 50, 128, 300])
 buckets = relative_position_bucket(relative)
 print(" j - i :", " ".join(f"{d:>4}" for d in relative.tolist()))
-print("bucket :", " ".join(f"{b:>4}" for b in buckets.tolist()))
+print(_("bucket :"), " ".join(f"{b:>4}" for b in buckets.tolist()))
 distances = torch.arange(-150, 151)
 all_buckets = relative_position_bucket(distances)
-print("last bucket after the query starts at j - i =", distances[all_buckets == 31].min().item(),
+print(_("last bucket after the query starts at j - i ="), distances[all_buckets == 31].min().item(),
       "; before it at j - i =", distances[all_buckets == 15].max().item())
-print("after the query, j - i = 1..7 -> buckets", relative_position_bucket(torch.arange(1, 8)).tolist(),
+print(_("after the query, j - i = 1..7 -> buckets"), relative_position_bucket(torch.arange(1, 8)).tolist(),
       "; bucket 16 used for some j - i in -300..300:",
       bool((relative_position_bucket(torch.arange(-300, 301)) == 16).any()))
 
@@ -158,9 +163,9 @@ plt.show()
 
 # %%
 t5_bias = fill_parameters(RelativePositionBias(N_head=4), seed=1)
-print("parameters:", sum(p.numel() for p in t5_bias.parameters()), "= 32 buckets x 4 heads")
-print("bias for L=6:", tuple(t5_bias(6, 6).shape), "  for L=500:", tuple(t5_bias(500, 500).shape))
-print("head 0, query 2, keys 0..5:", t5_bias(6, 6)[0, 2].detach())
+print(_("parameters:"), sum(p.numel() for p in t5_bias.parameters()), "= 32 buckets x 4 heads")
+print(_("bias for L=6:"), tuple(t5_bias(6, 6).shape), "  for L=500:", tuple(t5_bias(500, 500).shape))
+print(_("head 0, query 2, keys 0..5:"), t5_bias(6, 6)[0, 2].detach())
 
 # %% [markdown]
 # AlphaFold2 uses the same idea for residues: the difference of residue indices i − j, clipped to
@@ -227,7 +232,7 @@ scores = torch.randn(B, S, N_head, R, R, generator=generator, dtype=torch.float6
 try:
     scores + pair_bias.unsqueeze(0)
 except RuntimeError as error:
-    print("RuntimeError:", error)
+    print(_("RuntimeError:"), error)
 
 # %% [markdown]
 # Worse: when the sizes happen to agree, nothing fails. With 3 proteins of 3 sequences each, the
@@ -240,9 +245,9 @@ bias3 = fill_parameters(PairBias(c_z, N_head), seed=3)(z3)  # (3, N_head, R, R)
 scores3 = torch.randn(3, 3, N_head, R, R, generator=generator, dtype=torch.float64)
 wrong = scores3 + bias3.unsqueeze(0)   # (1, 3, ...): no error
 right = scores3 + bias3.unsqueeze(1)   # (3, 1, ...)
-print("shapes:", tuple(wrong.shape), tuple(right.shape))
-print("same result:", torch.equal(wrong, right))
-print("protein 0, sequence 1 got the bias of protein 1:",
+print(_("shapes:"), tuple(wrong.shape), tuple(right.shape))
+print(_("same result:"), torch.equal(wrong, right))
+print(_("protein 0, sequence 1 got the bias of protein 1:"),
       torch.allclose(wrong[0, 1] - scores3[0, 1], bias3[1], rtol=0, atol=1e-12))
 
 # %% [markdown]
@@ -272,7 +277,7 @@ for bias_shape, scores_shape in [((2, 8, 5, 5), (2, 4, 8, 5, 5)),   # row attent
                                  ((2, 3, 8, 5, 5), (2, 3, 4, 6, 8, 5, 5))]:
     aligned = broadcastable_bias(torch.zeros(bias_shape), len(scores_shape))
     print(f"bias {str(bias_shape):<17} scores {str(scores_shape):<23} -> {tuple(aligned.shape)}")
-print("add_bias == the explicit unsqueeze:", torch.equal(add_bias(scores3, bias3), right))
+print(_("add_bias == the explicit unsqueeze:"), torch.equal(add_bias(scores3, bias3), right))
 
 # %% [markdown]
 # ## Row and column attention: one module, `attn_dim`
@@ -300,8 +305,8 @@ column_attention = fill_parameters(MultiHeadAttention(c_m, c_m // N_head, N_head
 
 by_columns = column_attention(m)
 by_rows_of_transpose = row_attention(m.transpose(-3, -2)).transpose(-3, -2)
-print("shapes:", tuple(row_attention(m).shape), tuple(by_columns.shape))
-print("column attention == row attention on the transposed MSA:",
+print(_("shapes:"), tuple(row_attention(m).shape), tuple(by_columns.shape))
+print(_("column attention == row attention on the transposed MSA:"),
       torch.allclose(by_columns, by_rows_of_transpose, rtol=0, atol=1e-12))
 
 # %% [markdown]
@@ -312,7 +317,7 @@ print("column attention == row attention on the transposed MSA:",
 # %%
 with_pair_bias = row_attention(m, bias=broadcastable_bias(pair_bias, 5))
 one_by_one = torch.stack([row_attention(m[:, s], bias=pair_bias) for s in range(S)], dim=1)
-print("pair bias broadcast over S == sequence by sequence:",
+print(_("pair bias broadcast over S == sequence by sequence:"),
       torch.allclose(with_pair_bias, one_by_one, rtol=0, atol=1e-12))
 
 # %% [markdown]
@@ -335,7 +340,7 @@ from course.widgets.lesson04 import column_mutual_information, one_hot_msa, read
 
 names, sequences = read_fasta()
 print(f"{len(sequences)} sequences x {len(sequences[0])} positions")
-print("          pos 12  pos 20  pos 37  pos 54")
+print(_("          pos 12  pos 20  pos 37  pos 54"))
 for name, row in list(zip(names, sequences))[:6]:
     print(f"{name:<8}" + "".join(f"{row[p - 1]:>8}" for p in (12, 20, 37, 54)))
 
@@ -352,7 +357,7 @@ for name, row in list(zip(names, sequences))[:6]:
 from collections import Counter
 
 msa = one_hot_msa(sequences)  # (S, R, 20)
-print("max mutual information from seq01 alone:", column_mutual_information(msa[:1]).max().item())
+print(_("max mutual information from seq01 alone:"), column_mutual_information(msa[:1]).max().item())
 for position in (12, 37, 20, 54):
     print(f"position {position}: {dict(sorted(Counter(row[position - 1] for row in sequences).items()))}")
 
@@ -450,7 +455,7 @@ for name, attention in (("row", row_attention), ("column", column_attention)):
 # </details>
 
 # %%
-print("answer 4:", relative_position_bucket(torch.tensor([200, 1000])).tolist())
+print(_("answer 4:"), relative_position_bucket(torch.tensor([200, 1000])).tolist())
 
 # %% [markdown]
 # ## Summary

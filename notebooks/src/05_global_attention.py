@@ -4,6 +4,12 @@
 # **Prerequisites:** lesson 03's `MultiHeadAttention` (lesson 05 extends it; its lesson-03
 # parts must work first) and lesson 04's toy MSA.
 #
+# **Without AlphaFold2 background** this lesson is optional: it is about AlphaFold2's MSA, and
+# lessons 07 and 08 do not build on it (lesson 06's full-module exercise does). Its general part,
+# section 7 (memory predicted from shapes, where 24/40/80 GB cards run out, why chunking helps
+# only at inference), runs on the course's own code, not on your exercises: run the code cells
+# above section 1, then section 7.
+#
 # AlphaFold2 reads a multiple sequence alignment (MSA): S related sequences, R positions each.
 # Row attention lets the positions of one sequence talk; column attention lets the sequences of
 # one position talk. Column attention is where the evolutionary evidence comes from, and it is
@@ -58,7 +64,7 @@ from course.widgets.lesson04 import TOY_MSA, column_mutual_information, one_hot_
 
 names, sequences = read_fasta(TOY_MSA)
 msa = one_hot_msa(sequences)  # (S, R, 20)
-print("MSA one-hot:", tuple(msa.shape), " (S sequences, R positions, 20 amino acids)")
+print(_("MSA one-hot:"), tuple(msa.shape), " (S sequences, R positions, 20 amino acids)")
 for name, row in list(zip(names, sequences))[:4]:
     print(f"{name}  ...{row[8:22]}...{row[33:56]}...   pos 12, 20: {row[11]}{row[19]}"
           f"   pos 37, 54: {row[36]}{row[53]}")
@@ -79,9 +85,9 @@ def top_pairs(mi, n=3):
 
 mi_one = column_mutual_information(msa[:1])
 mi_all = column_mutual_information(msa)
-print("largest MI from sequence 1 alone:", round(mi_one.max().item(), 3))
-print("top pairs (position, position, MI in nats) from all 48:", top_pairs(mi_all))
-print("decoys (12, 20):", round(mi_all[11, 19].item(), 3),
+print(_("largest MI from sequence 1 alone:"), round(mi_one.max().item(), 3))
+print(_("top pairs (position, position, MI in nats) from all 48:"), top_pairs(mi_all))
+print(_("decoys (12, 20):"), round(mi_all[11, 19].item(), 3),
       "  ln 2 =", round(math.log(2), 3))
 
 # %% [markdown]
@@ -137,7 +143,7 @@ cost_row("plain column attention, S = 1024", H * R * 1024 * 1024)
 cost_row("plain column attention, S = 5120", H * R * 5120 * 5120)
 cost_row("  ... S = 5120, 4 columns at a time", H * 4 * 5120 * 5120)
 cost_row("global column attention, S = 5120", H * R * 1 * 5120)
-print("ratio plain / global at S = 5120:", (H * R * 5120 * 5120) // (H * R * 5120),
+print(_("ratio plain / global at S = 5120:"), (H * R * 5120 * 5120) // (H * R * 5120),
       "  ratio S = 5120 / S = 512 (plain):", (5120 * 5120) // (512 * 512))
 
 # %% [markdown]
@@ -182,12 +188,12 @@ x = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], dtype=torch.float64)
 v = torch.tensor([2.0, 4.0, 6.0], dtype=torch.float64)
 
 plain_weights = torch.softmax(x @ x.T / math.sqrt(2), dim=-1)
-print("plain: 9 scores, one row of weights per sequence\n", plain_weights)
-print("plain: 3 personal outputs", plain_weights @ v)
+print(_("plain: 9 scores, one row of weights per sequence\n"), plain_weights)
+print(_("plain: 3 personal outputs"), plain_weights @ v)
 
 q_mean = x.mean(dim=0)
 scores = x @ q_mean
-print("\nglobal: q_mean =", q_mean, " scores q_mean . k =", scores)
+print(_("\nglobal: q_mean ="), q_mean, " scores q_mean . k =", scores)
 for label, scale in [("with 1/sqrt(c)", math.sqrt(2)), ("without the scale", 1.0)]:
     weights = torch.softmax(scores / scale, dim=-1)
     print(f"global, {label:<17}: weights {weights}  summary {(weights @ v).item():.2f}")
@@ -226,8 +232,8 @@ check_masked_mean(masked_mean)
 # one column of 4 sequences, the last two padding (zeros): plain vs masked mean of the queries
 column = torch.tensor([[2.0, 1.0], [4.0, -1.0], [0.0, 0.0], [0.0, 0.0]])
 real = torch.tensor([True, True, False, False])
-print("plain mean :", column.mean(dim=0))
-print("masked mean:", masked_mean(column, real, dim=0))
+print(_("plain mean :"), column.mean(dim=0))
+print(_("masked mean:"), masked_mean(column, real, dim=0))
 
 # %% [markdown]
 # ## Exercise 2: the `is_global` option
@@ -266,7 +272,7 @@ check_global_attention(MultiHeadAttention)
 # %%
 from course.checks.lesson05 import worked_example
 
-print("worked example through the module:\n", worked_example(MultiHeadAttention).detach())
+print(_("worked example through the module:\n"), worked_example(MultiHeadAttention).detach())
 
 torch.manual_seed(0)
 global_attention = MultiHeadAttention(8, 4, 2, attn_dim=-3, is_global=True).double()
@@ -275,7 +281,7 @@ msa_mask = torch.ones(4, 3, dtype=torch.bool)
 msa_mask[3] = False  # sequence 4 is padding
 with torch.no_grad():
     out = global_attention(msa_x, attention_mask=msa_mask)
-    print("output", tuple(out.shape), "; column 1, sequences 1-3 identical:",
+    print(_("output"), tuple(out.shape), "; column 1, sequences 1-3 identical:",
           torch.allclose(out[0, 0], out[1, 0]) and torch.allclose(out[0, 0], out[2, 0]))
 
 # %% [markdown]
@@ -289,7 +295,7 @@ linear_g = nn.Linear(8, 2 * 4).double()
 with torch.no_grad():
     summary = global_attention._global_attention(msa_x.movedim(-3, -2), msa_mask.movedim(-2, -1))
     gated = torch.sigmoid(linear_g(msa_x.movedim(-3, -2))) * summary  # (R, S, N_head*c)
-    print("column 1, largest difference between sequences 1 and 2:",
+    print(_("column 1, largest difference between sequences 1 and 2:"),
           f"before the gate {(summary[0, 0] - summary[0, 1]).abs().max().item():.3g},",
           f"after {(gated[0, 0] - gated[0, 1]).abs().max().item():.3g}")
 
@@ -372,7 +378,7 @@ for ax in (ax_time, ax_memory):
 plt.show()
 
 # %%
-print("memory slopes, rounded:",
+print(_("memory slopes, rounded:"),
       {name: round(fit_slope(sizes[name], peaks[name]), 1) for name in sizes})
 
 # %% [markdown]
@@ -418,7 +424,7 @@ for method in ["naive", "chunked", "global"]:
     ratios = [agreement[method, S] for S in [64, 128, 256]]
     print(f"{method:8} prediction and measurement agree within 5 %:",
           all(abs(r - 1) <= 0.05 for r in ratios))
-print("sdpa     measured below a tenth of the prediction at S = 256:", agreement["sdpa", 256] < 0.1)
+print(_("sdpa     measured below a tenth of the prediction at S = 256:"), agreement["sdpa", 256] < 0.1)
 
 # %% [markdown]
 # For `naive`, `chunked` and `global` the bytes predicted from shapes are the bytes the CPU
@@ -486,12 +492,12 @@ memory_explorer()
 #
 # On a GPU, `blow_up_cuda` grows S by √2 for each method until `torch.cuda.OutOfMemoryError`
 # (caught), recording `torch.cuda.max_memory_allocated` above the inputs at each size. Quadratic
-# compute outlasts any demo before linear memory runs out, so the four methods share a time
-# budget of 20 s (on a large card) and a method stops growing when its next size would overrun
-# its share. Here is such a run on an NVIDIA H200, recorded as data
-# (`data/lesson05/gpu_runs.json`, with its provenance), next to what the shapes predict: dots are
-# measured, dashes predicted on `meta`, a cross marks the size that ran out of memory; the y-axis
-# is everything the call needs on the card, inputs included, against the card's memory.
+# compute outlasts any demo before linear memory runs out, so a method also stops growing on
+# time. Here is such a run on an NVIDIA H200, recorded as data (`data/lesson05/gpu_runs.json`,
+# with what was run, where and when): in that run a method stopped once one size took more than
+# 5 s, with no limit on the total. Next to it is what the shapes predict: dots are measured,
+# dashes predicted on `meta`, a cross marks the size that ran out of memory; the y-axis is
+# everything the call needs on the card, inputs included, against the card's memory.
 
 # %%
 from course import gpu_runs
@@ -527,15 +533,16 @@ print(f"sdpa at S = {sdpa_S:,}: measured {h200['sdpa']['peaks'][-1] / GB:.2f} GB
 #   holds the S × S scores (the output alone is 1.78 GB), while `meta` runs the math path. It
 #   stopped on time: the S² compute remains.
 #
-# Where a CUDA GPU is present, the next cell runs the same blow-up on it (about 20 s) and shows
-# it the same way. `python scripts/record_gpu_run.py --source "..."` adds such a run to the
-# recorded ones.
+# Where a CUDA GPU is present, the next cell runs the same blow-up on it and shows it the same
+# way, within about 20 s: there the four methods share a budget of 20 s, and a method stops
+# growing when its next size would overrun its share. `python scripts/record_gpu_run.py --source
+# "..."` adds such a run to the recorded ones.
 
 # %% tags=["nbval-ignore-output"]
 if torch.cuda.is_available():
     gpu_runs.show(gpu_runs.measure(R=300, H=8, c=8, source="this notebook", log=lambda line: None))
 else:
-    print("No CUDA GPU here: the run above, recorded on a real card, is what this cell measures.")
+    print(_("No CUDA GPU here: the run above, recorded on a real card, is what this cell measures."))
 
 # %% [markdown]
 # ### Chunking rescues inference, not training

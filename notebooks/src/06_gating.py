@@ -4,6 +4,11 @@
 # **Prerequisites:** lessons 03–05: your `MultiHeadAttention` from lesson 03, with lesson 05's
 # `masked_mean` and `is_global` (the full-module check runs global attention too).
 #
+# **Without AlphaFold2 background?** Read sections 1, 2 and 6 (the gate, gate vs. attention
+# weights, other gates): lesson 08's paper builds on them, and Exercise 1 needs only your
+# lesson-03 module. Exercise 2 (the full AlphaFold2 module) and sections 3–5 build on lessons
+# 04–05 and are optional.
+#
 # Every attention module of AlphaFold2's Evoformer ends the same way: before the output
 # projection, the attention output is multiplied, channel by channel, by a sigmoid "gate"
 # computed from the module's input. This lesson adds that gate to your `MultiHeadAttention`,
@@ -27,6 +32,8 @@ import course_setup  # noqa: F401  (puts the course on the path, turns on autore
 
 import torch
 from torch import nn
+
+from course.i18n import _  # printed text in the notebook's language
 
 torch.set_printoptions(precision=4, sci_mode=False)
 
@@ -56,7 +63,7 @@ torch.set_printoptions(precision=4, sci_mode=False)
 o = torch.tensor([1.2, -0.5, 2.0], dtype=torch.float64)
 logits = torch.tensor([-8.0, 0.0, 3.0], dtype=torch.float64)
 g = torch.sigmoid(logits)
-print("sigmoid(logits) =", [f"{value:.6f}" for value in g.tolist()])
+print(_("sigmoid(logits) ="), [f"{value:.6f}" for value in g.tolist()])
 print("g * o           =", [f"{value:.6f}" for value in (g * o).tolist()])
 
 # %% [markdown]
@@ -106,10 +113,10 @@ with torch.no_grad():
 from course.widgets.lesson06 import gate_demo
 
 toy = gate_demo([1.0, 1.0, 1.0, 1.0])
-print("attention weights: each row sums to", toy["weights"].sum(dim=-1))
-print("gate:", toy["gate"], " sums to", round(toy["gate"].sum().item(), 3))
+print(_("attention weights: each row sums to"), toy["weights"].sum(dim=-1))
+print(_("gate:"), toy["gate"], " sums to", round(toy["gate"].sum().item(), 3))
 other = gate_demo([-8.0, 0.0, 3.0, 1.0])
-print("other gate logits, same attention weights:", torch.equal(toy["weights"], other["weights"]))
+print(_("other gate logits, same attention weights:"), torch.equal(toy["weights"], other["weights"]))
 
 # %% [markdown]
 # ### Widget: gate logits per channel
@@ -238,7 +245,7 @@ torch.manual_seed(4)
 row_attention = RowAttentionWithPairBias(c_m=16, c_z=6, c=3, N_head=4)
 m_in = torch.randn(5, 7, 16)  # S=5 sequences, R=7 residues, c_m=16
 z_in = torch.randn(7, 7, 6)   # pair representation, c_z=6
-print("output:", tuple(row_attention(m_in, z_in).shape))
+print(_("output:"), tuple(row_attention(m_in, z_in).shape))
 
 # %% tags=["nbval-ignore-output"]
 from course.plots import show_model_graph

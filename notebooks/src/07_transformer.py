@@ -150,12 +150,12 @@ with torch.no_grad():
     x_first = embedding(torch.tensor([vocabulary[c] for c in sentence]))  # (5, 8)
     x_second = embedding(torch.tensor([vocabulary[c] for c in shuffled]))
     out_first, out_second = attention(x_first), attention(x_second)
-print("the inputs are a permutation:    x_second == x_first[order]:",
+print(_("the inputs are a permutation:    x_second == x_first[order]:"),
       torch.equal(x_second, x_first[order]))
-print("so are the outputs: max |out_second - out_first[order]| =",
+print(_("so are the outputs: max |out_second - out_first[order]| ="),
       below((out_second - out_first[order]).abs().max().item()))
-print("output of 苹 in each sentence:", out_first[3, :4], out_second[0, :4], sep="\n  ")
-print("mean over tokens, max difference:", below((out_first.mean(0) - out_second.mean(0)).abs().max().item()))
+print(_("output of 苹 in each sentence:"), out_first[3, :4], out_second[0, :4], sep="\n  ")
+print(_("mean over tokens, max difference:"), below((out_first.mean(0) - out_second.mean(0)).abs().max().item()))
 
 # %% [markdown]
 # This is what seed 003's "对Attention来说，这两个句子是一样的" means, said precisely: self-attention
@@ -175,7 +175,7 @@ mask = causal_mask(5)
 with torch.no_grad():
     causal_first = scaled_dot_product_attention(x_first, x_first, x_first, mask=mask)
     causal_second = scaled_dot_product_attention(x_second, x_second, x_second, mask=mask)
-print("causal: max |out_second - out_first[order]| =",
+print(_("causal: max |out_second - out_first[order]| ="),
       below((causal_second - causal_first[order]).abs().max().item()))
 
 # %% [markdown]
@@ -235,16 +235,16 @@ k = 3
 pe_fast = sinusoidal_encoding(64, 8, base=10.0)
 R_early, residual_early = offset_map(pe_fast[:31], k)
 R_late, residual_late = offset_map(pe_fast[30:61], k)
-print("base 10, d_model 8: least-squares fit on positions 0-30 and on 30-60")
-print("  residual of each fit:", below(residual_early, 1e-10), "and", below(residual_late, 1e-10))
-print("  the two fitted matrices differ by", below((R_early - R_late).abs().max().item(), 1e-10))
-print("  fitted against the predicted block rotation:",
+print(_("base 10, d_model 8: least-squares fit on positions 0-30 and on 30-60"))
+print(_("  residual of each fit:"), below(residual_early, 1e-10), "and", below(residual_late, 1e-10))
+print(_("  the two fitted matrices differ by"), below((R_early - R_late).abs().max().item(), 1e-10))
+print(_("  fitted against the predicted block rotation:"),
       below((R_early - predicted_offset_map(8, k, base=10.0)).abs().max().item(), 1e-10))
-print("  R_3, pairs 0 and 1 (the rest of these rows is 0):\n",
+print(_("  R_3, pairs 0 and 1 (the rest of these rows is 0):\n"),
       R_early[:4, :4].round(decimals=4) + 0.0)  # + 0.0 turns a rounded -0.0 into 0.0
 pe = sinusoidal_encoding(1000, 16)
 R_3 = predicted_offset_map(16, k)
-print("base 10000, d_model 16: max |PE(pos + 3) - R_3 PE(pos)| over pos 0..996:",
+print(_("base 10000, d_model 16: max |PE(pos + 3) - R_3 PE(pos)| over pos 0..996:"),
       below((pe[k:] - pe[:-k] @ R_3.T).abs().max().item()))
 
 # %% [markdown]
@@ -261,7 +261,7 @@ print("base 10000, d_model 16: max |PE(pos + 3) - R_3 PE(pos)| over pos 0..996:"
 with torch.no_grad():
     positioned_first = attention(x_first + sinusoidal_encoding(5, 8))
     positioned_second = attention(x_second + sinusoidal_encoding(5, 8))
-print("with PE added: max |out_second - out_first[order]| =",
+print(_("with PE added: max |out_second - out_first[order]| ="),
       below((positioned_second - positioned_first[order]).abs().max().item()))
 
 # %% [markdown]
@@ -381,11 +381,11 @@ ours = RMSNorm(8, eps=1e-5).double()
 torch_rms = nn.RMSNorm(8, eps=1e-5).double()
 layer_norm = nn.LayerNorm(8, eps=1e-5, elementwise_affine=False).double()
 with torch.no_grad():
-    print("yours vs nn.RMSNorm:            max difference", below((ours(rows) - torch_rms(rows)).abs().max().item()))
-    print("RMSNorm vs LayerNorm, mean 0:   max difference", below((ours(centred) - layer_norm(centred)).abs().max().item()))
-    print("RMSNorm vs LayerNorm, mean 2:   max difference", below((ours(rows) - layer_norm(rows)).abs().max().item()))
-    print("row means after RMSNorm:  ", ours(rows).mean(-1))
-    print("row means after LayerNorm: all below 1e-12:",
+    print(_("yours vs nn.RMSNorm:            max difference"), below((ours(rows) - torch_rms(rows)).abs().max().item()))
+    print(_("RMSNorm vs LayerNorm, mean 0:   max difference"), below((ours(centred) - layer_norm(centred)).abs().max().item()))
+    print(_("RMSNorm vs LayerNorm, mean 2:   max difference"), below((ours(rows) - layer_norm(rows)).abs().max().item()))
+    print(_("row means after RMSNorm:  "), ours(rows).mean(-1))
+    print(_("row means after LayerNorm: all below 1e-12:"),
           bool(layer_norm(rows).mean(-1).abs().max() < 1e-12))
 
 # %% [markdown]
@@ -454,9 +454,9 @@ x_changed[2] += 1.0
 with torch.no_grad():
     ffn_moved = (ffn(x_changed) - ffn(x_tokens)).abs().amax(dim=-1)
     attention_moved = (attention(x_changed) - attention(x_tokens)).abs().amax(dim=-1)
-print("token 2 changed; largest change of each token's output:")
-print("  FFN:      ", ffn_moved)
-print("  attention:", attention_moved)
+print(_("token 2 changed; largest change of each token's output:"))
+print(_("  FFN:      "), ffn_moved)
+print(_("  attention:"), attention_moved)
 
 # %% [markdown]
 # Seed 003 then says "Attention是线性的, FFN引入非线性". Half right: the FFN's GELU
@@ -481,12 +481,12 @@ def attention_values(x_for_weights, x_for_values, module=attention):
 with torch.no_grad():
     def f(x):
         return attention(x) - attention.linear_o.bias  # the bias is affine, not the point here
-    print("attention: |f(2x) - 2 f(x)|       =", f"{(f(2 * x_tokens) - 2 * f(x_tokens)).abs().max().item():.3g}")
-    print("attention: |f(x+y) - f(x) - f(y)| =",
+    print(_("attention: |f(2x) - 2 f(x)|       ="), f"{(f(2 * x_tokens) - 2 * f(x_tokens)).abs().max().item():.3g}")
+    print(_("attention: |f(x+y) - f(x) - f(y)| ="),
           f"{(f(x_tokens + y_tokens) - f(x_tokens) - f(y_tokens)).abs().max().item():.3g}")
     frozen = (attention_values(x_tokens, x_tokens + y_tokens)
               - attention_values(x_tokens, x_tokens) - attention_values(x_tokens, y_tokens))
-    print("weights frozen at x, values linear:  ", below(frozen.abs().max().item()))
+    print(_("weights frozen at x, values linear:  "), below(frozen.abs().max().item()))
 
 # %% [markdown]
 # So the FFN adds per-token non-linearity; attention's non-linearity lives in the weights, which
@@ -543,7 +543,7 @@ h_changed = h.clone()
 h_changed[0, -1] = 0.0
 with torch.no_grad():
     moved = (block(h_changed) - block(h)).abs().amax(dim=-1)[0]
-print("change of each position's output when only the last token changes:")
+print(_("change of each position's output when only the last token changes:"))
 print("  ", [below(value) for value in moved.tolist()])
 for name, parameter in block.named_parameters():
     print(f"  {name:<22} {tuple(parameter.shape)}")
@@ -627,9 +627,9 @@ with torch.no_grad():
     garbage = memory.clone()
     garbage[1, 3:] = 1e3
     moved = (cross(targets, garbage, memory_mask) - cross(targets, memory, memory_mask)).abs().max()
-print("weights of the padded sentence, head 0 (rows: target positions, columns: 我 爱 你 pad pad):")
+print(_("weights of the padded sentence, head 0 (rows: target positions, columns: 我 爱 你 pad pad):"))
 print(weights[1, 0])
-print("padding set to 1000: output changes by", below(moved.item()))
+print(_("padding set to 1000: output changes by"), below(moved.item()))
 
 # %% [markdown]
 # ## 10. From tokens to vectors: an embedding table learns only the rows it used
@@ -652,10 +652,10 @@ used = sorted(set(batch.flatten().tolist()))
 with_gradient = table.weight.grad.abs().sum(dim=-1).nonzero().flatten().tolist()
 print(f"vocabulary: {''.join(sorted(vocabulary, key=vocabulary.get))} ({len(vocabulary)} rows); "
       f"tokens in the batch: {''.join(id_to_char[i] for i in used)}")
-print("rows with a non-zero gradient:", "".join(id_to_char[i] for i in with_gradient),
+print(_("rows with a non-zero gradient:"), "".join(id_to_char[i] for i in with_gradient),
       f"({len(with_gradient)} of {len(vocabulary)}); 好 was not in the batch")
 both_uses = upstream[1, 1] + upstream[1, 2]  # 天 sits at positions 1 and 2 of sentence 2
-print("天 is used twice; its gradient equals the sum of both uses:",
+print(_("天 is used twice; its gradient equals the sum of both uses:"),
       torch.allclose(table.weight.grad[vocabulary["天"]], both_uses))
 
 # %% [markdown]

@@ -353,11 +353,11 @@ print(f"sdpa     measured / predicted peak at L = 512, inference: below 0.1: {sd
 # depends on the machine, its threads among them). Now the growth: by what factor each peak, and
 # what each keeps for training, grows when L doubles (predicted, which the profiler confirmed
 # above, so the figures are the same on every machine). Naive and
-# chunked: about 4, the L² of the scores. Tiled: little more than 1 at the peak, since its tiles
+# chunked: about 4, the L² of the scores. Tiled: under 2 at the peak, since its tiles
 # have a fixed size and only the output and the logsumexp grow with L; those, what it keeps for
 # training, exactly double.
 
-# %%
+# %% tags=["nbval-ignore-output"]
 print(f"{'method':8} {'mode':9} {'peak x, L 128->256':>19} {'256->512':>9} {'kept x, 256->512':>17}")
 for name in ["naive", "chunked", "tiled"]:  # predicted: the same bytes on every machine
     for train in (False, True):
@@ -365,6 +365,15 @@ for name in ["naive", "chunked", "tiled"]:  # predicted: the same bytes on every
         kept = [memory[name, train, L][0].held_after for L in lengths]
         print(f"{name:8} {'training' if train else 'inference':9} {peaks[1] / peaks[0]:>19.2f} "
               f"{peaks[2] / peaks[1]:>9.2f} {kept[2] / kept[1]:>17.2f}")
+
+# %%
+for name in ["naive", "chunked", "tiled"]:
+    for train in (False, True):
+        peaks = [memory[name, train, L][0].peak for L in lengths]
+        kept = [memory[name, train, L][0].held_after for L in lengths]
+        bound, holds = ("< 2", lambda x: x < 2) if name == "tiled" else ("> 3.5", lambda x: x > 3.5)
+        print(f"{name:8} {'training' if train else 'inference':9} peak x {bound} at each doubling: "
+              f"{all(holds(b / a) for a, b in zip(peaks, peaks[1:]))}, kept x {kept[2] / kept[1]:.2f}")
 
 # %% tags=["nbval-ignore-output"]
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
@@ -393,7 +402,7 @@ plt.show()
 # layer keeps its weights for the backward pass: naive and chunked (R, H, S, S) of them, tiled the
 # output and the logsumexp.
 
-# %%
+# %% tags=["nbval-ignore-output"]
 from course.memory import GB, predicted_need, predicted_wall
 from course.tiled_memory import fit_line, solve_need
 
@@ -428,7 +437,7 @@ print(f"(at S = {check_S}, meta's kept bytes for tiled = output + logsumexp: "
 
 # %% [markdown]
 # Tiles move lesson 05's wall from one or two thousand sequences to tens of thousands on a 24 GB
-# card and a quarter of a million on an 80 GB one: what is left is the inputs, the output and a
+# card and hundreds of thousands on an 80 GB one: what is left is the inputs, the output and a
 # few tiles, and only the tiles' fixed size is not linear in S. Chunking the columns did
 # almost as well for inference (lesson 05), and nothing for training; tiles do both, because the
 # backward pass recomputes instead of keeping.
@@ -492,7 +501,7 @@ print(f"tiled / sdpa: forward x{seconds['tiled'][0] / seconds['sdpa'][0]:.1f}, "
 # attention core, inputs included? The naive need is quadratic in R (three predictions), the
 # tiled one (tiles of 64) linear (two).
 
-# %%
+# %% tags=["nbval-ignore-output"]
 from course.tiled_memory import fit_need
 
 S, H, c = 5120, 8, 8
@@ -700,8 +709,8 @@ else:
 #   over broadcast axes (FlashAttention-2). Training keeps the output and one number per query.
 # - Memory, predicted from shapes and confirmed by the profiler, grows as L² for naive (and
 #   chunked) attention and linearly for tiles; lesson 05's wall moves from one or two thousand
-#   sequences to tens of thousands (24 GB) or a quarter of a million (80 GB). The compute stays
-#   quadratic, and in pure PyTorch tiles are slower: the speed of FlashAttention comes from
+#   sequences to tens of thousands (24 GB) or hundreds of thousands (80 GB). The compute stays
+#   quadratic, and in pure PyTorch tiles bring no speed: the speed of FlashAttention comes from
 #   fusion in a kernel.
 # - OpenFold's `_lma` chunks differently (split then merge, large chunks, no backward of its
 #   own, masks as a −10⁹ bias) and equals your tiles on AlphaFold's row attention.

@@ -1,5 +1,6 @@
-# %% tags=["colab"]
-# Google Colab only: fetch the course files and install what Colab lacks. Elsewhere: does nothing.
+# %% tags=["colab"] cellView="form" jupyter={"source_hidden": true}
+# @title On Google Colab, this cell fetches the course. Elsewhere it does nothing.
+# (one line on screen: Colab shows a form cell's title, JupyterLab a hidden cell's first line)
 import sys
 
 if "google.colab" in sys.modules:

@@ -5,10 +5,9 @@
 # write first; the widgets use the course's own code, never your exercises. Under each figure, a
 # caption says what you are looking at and what to try. Each widget names the lesson it comes
 # from, where the ideas behind it are explained and measured.
-#
-# Served by `make playground` (Voilà); in JupyterLab, run this cell.
 
 # %%
+# `make playground` shows this page with Voilà, which runs this cell; in JupyterLab, run it yourself
 import course_setup  # noqa: F401  (puts the course on the path)
 from course.widgets.playground import show_all
 

@@ -215,3 +215,98 @@ def _fill(folder):
 print(f"filled /tmp with {_fill('/tmp')} MiB and the working folder with {_fill(_os.getcwd())} MiB",
       file=_sys.stderr, flush=True)
 '''
+
+# ------------------------------------------------ issue 29: the instructor's files, the sandbox
+
+# A spy: what can it find of the class, the roster, the seed? It lists /, the course, its own
+# folder and every parent of where it runs and of the Python it runs with, /tmp, /dev, and the
+# command line and environment of every process it can see; tries to write /dev and to fill
+# /dev/shm; prints it all as one JSON line on stderr (the raw log of the visible run), then
+# behaves.
+SPY = '''
+import json as _json, os as _os, sys as _sys
+def _list(folder):
+    try:
+        return sorted(_os.listdir(folder))
+    except OSError as err:
+        return [f"<{err.strerror}>"]
+def _walk(top):
+    found = []
+    for folder, dirs, files in _os.walk(top):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        found += [_os.path.relpath(_os.path.join(folder, f), top) for f in files]
+    return sorted(found)
+def _read(path, limit=1 << 16):
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(limit).decode("utf-8", "replace")
+    except OSError as err:
+        return f"<{err.strerror}>"
+def _fill(path, mib):
+    written = 0
+    try:
+        with open(path, "wb") as handle:
+            for _ in range(mib):
+                handle.write(b"\\0" * (1 << 20))
+                written += 1
+    except OSError as err:
+        return [written, err.strerror]
+    finally:
+        try:
+            _os.remove(path)
+        except OSError:
+            pass
+    return [written, None]
+_starts = {_os.getcwd(), _os.path.dirname(_os.path.abspath(__file__)), _sys.prefix,
+           _sys.base_prefix, _os.path.dirname(_sys.executable)}
+_parents = {}
+for _start in _starts:
+    _path = _start
+    while True:
+        _parents[_path] = _list(_path)
+        if _path == "/":
+            break
+        _path = _os.path.dirname(_path)
+_pids = [p for p in _list("/proc") if p.isdigit()]
+_SEEN = {
+    "root": _list("/"), "release": _walk("/course") if _os.path.isdir("/course") else [],
+    "parents": _parents, "tmp": _list("/tmp"), "dev": _list("/dev"),
+    "proc": {p: [_read(f"/proc/{p}/cmdline"), _read(f"/proc/{p}/environ")] for p in _pids},
+    "dev_write": _fill("/dev/spy", 1), "shm": _fill("/dev/shm/spy", 1024),
+}
+print("SPY " + _json.dumps(_SEEN), file=_sys.stderr, flush=True)
+'''
+
+# A process storm in the notebook's check only: as many processes as it can fork, which all spin
+# once the last fork has failed, and so does it; it says how many forks went through. The process
+# limit stops the forks, the sandbox's watch the spinning, and the others must not notice.
+FORK_STORM = '''
+import os as _os, time as _time
+import __main__ as _main
+def _storm(count=400, seconds=60):
+    forked, error = 0, None
+    go_r, go_w = _os.pipe()
+    for _ in range(count):
+        try:
+            pid = _os.fork()
+        except OSError as err:
+            error = err.strerror
+            break
+        if pid == 0:
+            _os.close(go_w)
+            _os.read(go_r, 1)  # until every fork is made
+            until = _time.time() + seconds
+            while _time.time() < until:
+                pass
+            _os._exit(0)
+        forked += 1
+    _os.write(2, f"STORM forked {forked} of {count} ({error})\\n".encode())  # to the raw log
+    _os.close(go_w)
+    until = _time.time() + seconds
+    while _time.time() < until:
+        pass
+def batched_dot(a, b):
+    if "harness" not in str(getattr(_main, "__file__", "")):
+        _storm()
+    return (a * b).sum(dim=-1)
+'''

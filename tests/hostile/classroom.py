@@ -1,7 +1,12 @@
-"""Build the hostile class: one folder per student, as an instructor collects them."""
+"""Build the hostile class: one folder per student, as an instructor collects them; and the
+course it is graded with: a git checkout of the course in which the class lies as the
+instructors' guide once laid it out (collected/, roster.csv, seed, shard logs, OUT inside the
+course folder), so that nothing of it may reach a sandbox."""
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 from course import ROOT
@@ -19,6 +24,8 @@ BUT_00 = [0, 1, 1, 1, 1, 1, 1, 1]
 # right on their own, so they keep their points (issue 20: one bug costs one point)
 NO_SOFTMAX = [1, 0, 0, 1, 1, 1, 1, 1]
 FAKE_LINE = "\x1b[1A\x1b[2K\x1b[32mperfect: ok, 8\u22158\x1b[0m"
+LATIN1 = os.fsdecode(b"caf\xe9")   # a folder name an old zip tool writes: no UTF-8
+SPARSE_BYTES = 300 * 1024 * 1024  # its exercises/__init__.py: sparse, read by nobody
 TMP_MIB = 64          # the hostile run's --tmp-limit: what fills_tmp may fill
 
 # student -> (status, points per check in COLUMNS order, flags)
@@ -37,7 +44,7 @@ EXPECTED = {
     # exercises that call it are right on their own (one bug, one point)
     "nan_outputs": ("ok", [1, 0, 1, 1, 1, 1, 1, 1], ""),
     "kills_kernel": ("crashed", BUT_00, "exits-process"),
-    "misnamed_files": ("ok", NO_SOFTMAX, ""),            # Softmax.py, softmax (1).py
+    "misnamed_files": ("ok", NO_SOFTMAX, "misnamed-files"),  # Softmax.py, softmax (1).py
     "nested_course_copy": ("ok", ALL, "ships-solutions"),
     "empty": ("no-submission", [0] * 8, ""),
     "ada..\\escape": ("ok", ALL, ""),                      # an odd folder name
@@ -70,11 +77,40 @@ EXPECTED = {
     "-2+3": ("ok", ALL, ""),
     "@SUM(A1)": ("ok", ALL, ""),
     FAKE_LINE: ("ok", [0] * 8, ""),                     # erases a line, prints a green "ok" line
+    # issue 29: the instructor's files, names that are no UTF-8, the sandbox as a whole
+    "spy": ("ok", ALL, "reads-proc"),                   # finds no classmate, roster or seed
+    LATIN1: ("ok", ALL, ""),                            # and r\xe9sum\xe9.py, a sparse __init__.py
+    # hundreds of spinning forks in its check cell: the process limit stops the forks, the
+    # sandbox's watch the spinning (or the cell's time limit, on a machine too busy to notice)
+    "fork_storm": ("timeout", BUT_00, "exits-process runs-processes"),
 }
 # how the gradebook shows a folder name: formulas neutralised (OWASP), control characters escaped
 CSV_NAMES = {'=HYPERLINK("https:x")': '\'=HYPERLINK("https:x")', "+1+1": "'+1+1", "-2+3": "'-2+3",
              "@SUM(A1)": "'@SUM(A1)", "--out=evil": "'--out=evil",
-             FAKE_LINE: "\\x1b[1A\\x1b[2K\\x1b[32mperfect: ok, 8\u22158\\x1b[0m"}
+             FAKE_LINE: "\\x1b[1A\\x1b[2K\\x1b[32mperfect: ok, 8\u22158\\x1b[0m",
+             LATIN1: "caf\\xe9"}
+# what the documented layout put in the course folder besides the class's submissions
+CLASS_FILES = {"roster.csv": "name,email,folder\nAda Lovelace,ada@example.edu,perfect\n",
+               "shard-1.log": "grading 14 submission(s)\n"}
+
+
+def course_checkout(dest: Path) -> Path:
+    """A git checkout of the course as it is now (the working tree's tracked files), with the
+    class laid out inside it: collected/ (filled by build_class), roster.csv, seed, a shard's
+    log and an OUT under build/. Returns the checkout; its seed is in `seed`."""
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z"], capture_output=True,
+                            check=True).stdout.split(b"\0")
+    for name in filter(None, map(os.fsdecode, listed)):
+        if (ROOT / name).is_file() and not (ROOT / name).is_symlink():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, dest / name)
+    subprocess.run(["git", "init", "-q", str(dest)], check=True)
+    subprocess.run(["git", "-C", str(dest), "add", "-A"], check=True)
+    for name, text in CLASS_FILES.items():
+        (dest / name).write_text(text)
+    (dest / "seed").write_text("738105292638472651\n")
+    (dest / "seed").chmod(0o600)
+    return dest
 
 
 def solution(name: str) -> str:
@@ -92,7 +128,7 @@ def write(folder: Path, files: dict[str, str]) -> None:
         (folder / name).write_text(text)
 
 
-def build_class(subs: Path, out: Path, workdir: Path) -> None:
+def build_class(subs: Path, out: Path, workdir: Path, course: Path = ROOT) -> None:
     stubs = generate()
     perfect = {p.name: p.read_text() for p in (ROOT / "solutions").glob("*.py")}
     warmup_body = "    return (a * b).sum(dim=-1)\n"
@@ -164,7 +200,7 @@ def build_class(subs: Path, out: Path, workdir: Path) -> None:
               "return (a * b).sum()", "return (a * b).sum(dim=-1) + 0.5")})
     targets = {
         "folders": [str(out), str(out / "reports"), str(subs), str(subs / "perfect" / "exercises"),
-                    str(ROOT), str(ROOT / "solutions"), str(workdir)],
+                    str(course), str(course / "solutions"), str(workdir)],
         "files": [str(out / "reports" / "perfect.md"), str(subs / "perfect" / "exercises" / "softmax.py"),
                   str(subs / "untouched_stubs" / "exercises" / "warmup.py")],
         "pristine_glob": str(workdir / "grade-*" / "pristine" / "exercises" / "*.py"),
@@ -174,6 +210,7 @@ def build_class(subs: Path, out: Path, workdir: Path) -> None:
     write(subs / "flood_of_output" / "exercises",
           {**perfect, "warmup.py": attacks.FLOOD + perfect["warmup.py"]})
     build_issue21(subs, perfect, stubs)
+    build_issue29(subs, perfect)
 
 
 def build_issue21(subs: Path, perfect: dict[str, str], stubs: dict[str, str]) -> None:
@@ -192,3 +229,14 @@ def build_issue21(subs: Path, perfect: dict[str, str], stubs: dict[str, str]) ->
     for name in ('=HYPERLINK("https:x")', "+1+1", "-2+3", "@SUM(A1)"):
         write(subs / name / "exercises", perfect)
     write(subs / FAKE_LINE / "exercises", stubs)
+
+
+def build_issue29(subs: Path, perfect: dict[str, str]) -> None:
+    """The students of issue 29: a spy, a name that is no UTF-8, a process storm."""
+    write(subs / "spy" / "exercises", {**perfect, "warmup.py": attacks.SPY + perfect["warmup.py"]})
+    latin1 = Path(os.fsdecode(os.fsencode(subs) + b"/caf\xe9/exercises"))
+    write(latin1, perfect)
+    (latin1 / os.fsdecode(b"r\xe9sum\xe9.py")).write_text("NOTES = 'mine'\n")
+    with open(latin1 / "__init__.py", "wb") as handle:  # 300 MB of nothing, costing no disk
+        handle.truncate(SPARSE_BYTES)
+    write(subs / "fork_storm" / "exercises", {**perfect, "warmup.py": attacks.FORK_STORM})

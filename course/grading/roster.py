@@ -1,0 +1,127 @@
+"""The roster: which LMS student each submission folder is, read and checked before any grading,
+and kept in OUT so that every later run (regrade, resume, merge) writes the LMS files again.
+
+    folder,lms_id,email,name,section
+    ada,4211,ada@example.edu,"Lovelace, Ada",Section 1
+
+`folder` is the name of the student's folder in SUBMISSIONS; `lms_id` the student's id in the LMS
+(Canvas: the `ID` column of a Canvas gradebook export; Moodle: the profile's "ID number");
+`email`, `name` and `section` as the LMS knows them. Headers are matched loosely (`LMS id`,
+`Email address`, any case); a semicolon-separated file with a byte-order mark (Excel) works too.
+The same folder, id or email twice (ids and emails compared without case or accents, as Moodle's
+database usually compares them) is an error: one of the two rows would take the other's grade.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import os
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+
+from course.grading.names import shown
+from course.grading.records import atomic_write
+
+ROSTER_FIELDS = ("folder", "lms_id", "email", "name", "section")
+STORED = "roster.csv"          # OUT's copy of the last roster given (owner-only)
+_HEADER_ALIASES = {"folder": "folder", "submissionfolder": "folder", "lmsid": "lms_id",
+                   "id": "lms_id", "idnumber": "lms_id", "email": "email",
+                   "emailaddress": "email", "name": "name", "fullname": "name",
+                   "student": "name", "section": "section"}
+
+
+class RosterError(ValueError):
+    """The roster cannot be used as it is (the message says why and where)."""
+
+
+@dataclass(frozen=True)
+class RosterEntry:
+    folder: str
+    lms_id: str = ""
+    email: str = ""
+    name: str = ""
+    section: str = ""
+
+
+def folder_key(name: str) -> str:
+    """How a roster's folder is matched with a graded folder: the same text in Unicode NFC (a
+    roster typed on one system and folders unpacked on another may compose accents apart)."""
+    return unicodedata.normalize("NFC", name)
+
+
+def _field_name(header: str) -> str | None:
+    key = "".join(c for c in header.strip().lower() if c.isalnum())
+    return _HEADER_ALIASES.get(key)
+
+
+def read_roster(path: Path) -> list[RosterEntry]:
+    """The roster's rows, in file order; RosterError when a row cannot be mapped safely."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")  # Excel writes a byte-order mark
+    except (OSError, UnicodeDecodeError) as err:
+        raise RosterError(f"cannot read the roster {path}: {err}") from err
+    try:  # only the separator is guessed (from the header); quoting stays RFC 4180's
+        delimiter = csv.Sniffer().sniff(text.splitlines()[0] if text else "",
+                                        delimiters=",;\t").delimiter
+    except csv.Error:
+        delimiter = ","
+    rows = list(csv.reader(io.StringIO(text), delimiter=delimiter))
+    if not rows:
+        raise RosterError(f"the roster {path} is empty")
+    columns = {}
+    for index, header in enumerate(rows[0]):
+        name = _field_name(header)
+        if name in columns:
+            raise RosterError(f"{path.name}: two columns mean {name!r}")
+        if name:
+            columns[name] = index
+    if "folder" not in columns or not {"lms_id", "email"} & set(columns):
+        raise RosterError(f"{path.name}: the header needs a `folder` column and an `lms_id` or "
+                          f"`email` column (found {rows[0]}); expected: {','.join(ROSTER_FIELDS)}")
+    return _entries(path, rows, columns)
+
+
+def id_key(value: str) -> str:
+    """An id or email as a database that ignores case and accents compares it (MySQL's default
+    `utf8mb4_*_ci` collations, where Moodle often runs): two ids equal here are one to it."""
+    decomposed = unicodedata.normalize("NFKD", value)
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
+
+
+def _key(field: str, value: str) -> str:
+    return folder_key(value) if field == "folder" else id_key(value)
+
+
+def _entries(path: Path, rows: list[list[str]], columns: dict[str, int]) -> list[RosterEntry]:
+    entries, seen = [], {}
+    for number, row in enumerate(rows[1:], start=2):
+        if not any(cell.strip() for cell in row):
+            continue
+        values = {name: (row[i].strip() if i < len(row) else "") for name, i in columns.items()}
+        entry = RosterEntry(**values)
+        if not entry.folder:
+            raise RosterError(f"{path.name}, line {number}: no folder")
+        for field in ("folder", "lms_id", "email"):
+            value = _key(field, getattr(entry, field))
+            if value and (field, value) in seen:
+                raise RosterError(f"{path.name}, lines {seen[field, value]} and {number}: the "
+                                  f"same {field} {shown(getattr(entry, field))!r} twice")
+            seen[field, value] = number
+        entries.append(entry)
+    return entries
+
+
+def store_roster(out: Path, path: Path) -> Path:
+    """Check the roster, then keep a copy in OUT (owner-only: it holds emails) for later runs."""
+    read_roster(path)
+    target = Path(out) / STORED
+    atomic_write(target, Path(path).read_text(encoding="utf-8-sig"))
+    os.chmod(target, 0o600)
+    return target
+
+
+def stored_roster(out: Path) -> Path | None:
+    path = Path(out) / STORED
+    return path if path.is_file() else None

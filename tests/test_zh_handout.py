@@ -1,0 +1,163 @@
+"""The Chinese handout (`make handout LANG=zh`): the same code and the same grades as the English
+one, with what the exercises say (docstrings, comments, hints, stub messages) in Chinese."""
+from __future__ import annotations
+
+import ast
+import csv
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from course import ROOT
+from course.handout import build, problems
+from course.stub_text import pieces
+from course.stub_message import parse_stub_message, stub_left, stub_message
+from course.stubs import BEGIN, END, generate
+
+HAN = re.compile(r"[\u4e00-\u9fff]")
+WORD = re.compile(r"(?<![\w.])[A-Za-z]{2,}(?![\w(])")  # an English word, not a code name
+
+
+def wordy(text: str) -> bool:
+    return len(WORD.findall(text)) >= 3
+
+
+@pytest.fixture(scope="module")
+def stubs() -> tuple[dict[str, str], dict[str, str]]:
+    return generate(), generate(lang="zh")
+
+
+def program(source: str) -> str:
+    """The code of a stub: docstrings emptied, each stub message read back as (lesson, function,
+    module) in whatever language it is written (comments are not in the AST at all)."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            body[0].value.value = ""
+        if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args \
+                and isinstance(node.exc.args[0], ast.Constant) and isinstance(node.exc.args[0].value, str):
+            node.exc.args[0].value = repr(parse_stub_message(node.exc.args[0].value) or node.exc.args[0].value)
+    return ast.dump(tree)
+
+
+def test_a_chinese_stub_is_the_english_program(stubs):
+    english, chinese = stubs
+    assert english.keys() == chinese.keys()
+    for name in english:
+        assert program(chinese[name]) == program(english[name]), name
+        assert english[name].count("\n") <= chinese[name].count("\n") + 5, name  # same shape
+
+
+def test_what_a_chinese_stub_says_is_chinese(stubs):
+    """Every docstring, comment, hint and stub message (a text with three English words or more
+    in the English stub) has Han characters in the Chinese one."""
+    english, chinese = stubs
+    for name, text in chinese.items():
+        english_texts = [p for p in pieces(english[name]) if wordy(p.message)]
+        chinese_texts = [p for p in pieces(text) if wordy(p.message) or HAN.search(p.message)]
+        assert len(chinese_texts) >= len(english_texts) - 1, name
+        left = [p.message[:70] for p in chinese_texts if not HAN.search(p.message)]
+        assert left == [], f"{name}: still English: {left}"
+        assert "# Hint:" not in text and ("# 提示：" in text) == ("# Hint:" in english[name]), name
+        for message in re.findall(r'NotImplementedError\("([^"]*)"\)', text):
+            assert HAN.search(message) and parse_stub_message(message), message
+
+
+def test_the_checks_read_a_stub_in_either_language():
+    for lang in ("en", "zh"):
+        message = stub_message("03", "MultiHeadAttention._attention", "mha.py", lang)
+        assert parse_stub_message(f"it raised ({message})") == ("03", "MultiHeadAttention._attention", "mha")
+        source = f'    raise NotImplementedError("{message}")\n'
+        assert stub_left(source, "03", "MultiHeadAttention")
+        assert stub_left(source, "03", "MultiHeadAttention._attention")
+        assert not stub_left(source, "05", "MultiHeadAttention") and not stub_left(source, "03", "Multi")
+    assert stub_message("03", "split_heads", "mha.py", "zh") == "第 03 课：在 exercises/mha.py 中写出 split_heads"
+
+
+def test_the_chinese_handout(tmp_path):
+    release = build(tmp_path / "release", lang="zh")
+    assert problems(release) == []
+    readme, english = (release / "README.md").read_text(), (release / "README.en.md").read_text()
+    assert readme.startswith("# 注意力") and "[English](README.en.md)" in readme
+    assert english.startswith("# Attention") and "[简体中文](README.md)" in english
+    assert not (release / "README.zh-CN.md").exists()
+    assert (release / "exercises" / "mha.py").read_text() == generate(lang="zh")["mha.py"]
+    assert not (release / "solutions").exists()
+
+
+def test_make_handout_lang_zh():
+    done = subprocess.run(["make", "-n", "--no-print-directory", "handout", "OUT=/tmp/x", "LANG=zh"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.stdout.strip().splitlines()[-1].endswith('--out "/tmp/x" --lang zh'), done.stdout
+    done = subprocess.run(["make", "-n", "--no-print-directory", "handout", "OUT=/tmp/x"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert "--lang" not in done.stdout
+
+
+def partly_solved(tmp_path: Path, solved: set[str], bug: tuple[str, str] | None = None) -> Path:
+    """A copy of solutions/ whose blocks of the lessons in `solved` are plain code (kept by the
+    stub generator); `bug` replaces one line of code."""
+    folder = tmp_path / "solutions"
+    folder.mkdir(parents=True)
+    for path in (ROOT / "solutions").glob("*.py"):
+        out, keep = [], False
+        for line in path.read_text().splitlines(keepends=True):
+            begin = BEGIN.match(line)
+            if begin and begin["lesson"] in solved:
+                keep = True
+                continue
+            if keep and END.match(line):
+                keep = False
+                continue
+            out.append(line)
+        text = "".join(out)
+        if bug and bug[0] in text:
+            text = text.replace(*bug)
+        (folder / path.name).write_text(text)
+    return folder
+
+
+def write(folder: Path, files: dict[str, str]) -> None:
+    folder.mkdir(parents=True)
+    for name, text in files.items():
+        (folder / name).write_text(text)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed")
+def test_a_class_graded_from_the_chinese_handout_gets_the_english_gradebook(tmp_path):
+    """Four students, each handing in the same work twice, once from each handout: all done, a
+    stub left in an exercise that others call, a bug, nothing. Lessons 00-02 (the grader and the
+    checks read the stubs' messages to tell TODO, FAIL and BLOCKED apart)."""
+    work = {"done": ({"00", "01", "02"}, None),
+            "half": ({"00", "02"}, None),  # 01 left as stubs: 02's exercises call them
+            "bug": ({"00", "01", "02"}, ("return (a * b).sum(dim=-1)", "return (a * b).sum()")),
+            "none": (set(), None)}
+    subs = tmp_path / "subs"
+    for student, (solved, bug) in work.items():
+        solutions = partly_solved(tmp_path / student, solved, bug)
+        for lang in ("en", "zh"):
+            write(subs / f"{student}-{lang}" / "exercises", generate(solutions, lang=lang))
+    done = subprocess.run([sys.executable, "-m", "course.grading", "--submissions", str(subs),
+                           "--out", str(tmp_path / "out"), "--lessons", "00-02"], cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+                          text=True, timeout=1800)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    with open(tmp_path / "out" / "gradebook.csv", newline="") as handle:
+        rows = {row["student"]: row for row in csv.DictReader(handle)}
+    assert len(rows) == 8
+    for student in work:
+        english, chinese = dict(rows[f"{student}-en"]), dict(rows[f"{student}-zh"])
+        english.pop("student"), chinese.pop("student")
+        assert chinese == english, student
+    assert rows["done-en"]["total"] == rows["done-en"]["max"] != "0"
+    assert rows["none-en"]["total"] == "0"
+    assert 0 < float(rows["half-en"]["total"]) < float(rows["done-en"]["total"])
+    assert rows["bug-en"]["00.batched_dot"] == "0" and rows["bug-en"]["01.stable_softmax"] == "1"
