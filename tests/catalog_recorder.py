@@ -152,11 +152,16 @@ def _message(english: str, chinese: str) -> Message:
 
 
 def _recorded_pad(pad):
-    """course.columns.pad, which pads by display width: a message is padded in each language."""
+    """course.columns.pad, which pads by display width: a message, or a rendering of one (a
+    plain str by then, e.g. `_("yes, {ratio:.1f}x lower").format(...)`), is padded in each
+    language (the Chinese is wider or narrower than the English: its own padding)."""
     def recorded(text, size, align="<"):
         english = pad(text, size, align)
         if isinstance(text, Message):
             return text._render(english, lambda: pad(text.zh, size, align))
+        if isinstance(text, str) and text in _rendered:
+            _use_up(next((e for e in _pending if e[0] == text), None))
+            _note(english, pad(_rendered[text], size, align))
         return english
     recorded.__doc__ = pad.__doc__
     return recorded
