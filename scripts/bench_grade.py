@@ -1,17 +1,22 @@
 """Benchmark `make grade`: a class of correct submissions, all lessons, timed; or, with --attacks,
-issue 21's attackers next to an honest student.
+attackers (a judge bomb, keepalives, spinning threads) next to an honest student.
 
     python scripts/bench_grade.py [--students 300] [--jobs 2] [--lessons 00-08] [--full]
         [--shards 3] [--grader DIR]
     python scripts/bench_grade.py --attacks [--lessons 00-02] [--cell-timeout 10] [--grader DIR]
         [--neighbours] [--before DIR] [--as-user NAME]
 
-Prints the seconds for the class (set-up included) and per student, the set-up alone, and where
-a student's seconds go: wall and CPU seconds of each grading stage (collect, the visible check
-cells, classify, the hidden run), the mean over the class, from OUT/raw/*/timings.json; with the
-machine's load before and after (absolute figures on a shared machine are noisy: compare runs
-made one after the other). The goal (issue 22): 300 students, all lessons, JOBS=2, under 5
-minutes on 2 cores. `--shards N` also grades the class as N shards one after the other, then
+Prints the seconds for the class and per student; the set-up (from the start to the grader's
+"grading N submission(s)" line: building the working copy, the hidden cases and the solutions'
+outputs on them, the fork server) and what follows the last student; and where a student's
+seconds go, per grading stage (collect, the visible check cells, classify, the hidden run, the
+isolated rerun), the mean over the class from OUT/raw/*/timings.json: wall seconds, CPU-seconds
+of the sandboxed processes, CPU-seconds of the grader's own thread; then the CPU-seconds per
+student in all. With the machine's load before and after: on a shared machine wall seconds
+mostly measure the others; CPU-seconds much less so (compare runs made one after the other, or
+`perf stat -e task-clock` around this script, which also counts the forks the grader cannot).
+The goal: 300 students, all lessons, JOBS=2, under 150 s on 2 idle cores (0.5 s per student:
+about 1 CPU-second of every process together), the set-up under 15 s. `--shards N` also grades the class as N shards one after the other, then
 merges them (`python -m course.grading merge`), and prints that total. `--grader DIR` times
 another checkout of the course (e.g. an older commit) on the same class.
 
@@ -26,7 +31,7 @@ the ratio to the honest one's, the status and points: a judge bomb should cost n
 twice the honest student, a keepalive stop at its cell's time limit. Figures only: the hostile
 tests (tests/test_grading_hostile.py) assert the gradebook.
 
-`--attacks --neighbours` (issue 29) asks instead what three attackers cost their classmates in a
+`--attacks --neighbours` asks instead what three attackers cost their classmates in a
 JOBS=2 class: a process storm (up to 400 forks in its check cell, each spinning at once), a
 /dev/shm flood (1 GiB written there at import, kept while its sandbox lives) and a sparse 300 MB
 exercises/__init__.py. It grades four honest students beside the three attackers (the storm
@@ -51,6 +56,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -75,6 +81,8 @@ def make_class(subs: Path, students: int) -> None:
 
 
 def grade(grader: Path, subs: Path, out: Path, args, *extra: str) -> tuple[float, str]:
+    """Seconds for the whole command, and its output; `grade.setup` the seconds until it
+    announced its first student, `grade.teardown` those after it said it had graded them."""
     command = [sys.executable, "-m", "course.grading", "--submissions", str(subs),
                "--out", str(out), "--jobs", str(args.jobs), *extra]
     if args.lessons:
@@ -82,13 +90,26 @@ def grade(grader: Path, subs: Path, out: Path, args, *extra: str) -> tuple[float
     if args.full:
         command.append("--full")
     start, cpu = time.perf_counter(), _children_cpu()
-    done = subprocess.run(command, cwd=grader, env={**os.environ, "PYTHONPATH": str(grader)},
-                          capture_output=True, text=True)
+    lines, stamps, errors = [], {}, []
+    with subprocess.Popen(command, cwd=grader, env={**os.environ, "PYTHONPATH": str(grader)},
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        reader = threading.Thread(target=lambda: errors.extend(proc.stderr), daemon=True)
+        reader.start()
+        for line in proc.stdout:
+            for key, pattern in (("setup", "grading "), ("graded", "graded ")):
+                if line.startswith(pattern) and key not in stamps:
+                    stamps[key] = time.perf_counter() - start
+            lines.append(line)
+        proc.wait()
+        reader.join()
     seconds = time.perf_counter() - start
-    if done.returncode != 0:
-        raise SystemExit(f"grading failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    stdout = "".join(lines)
+    if proc.returncode != 0:
+        raise SystemExit(f"grading failed:\n{stdout[-3000:]}\n{''.join(errors)[-3000:]}")
     grade.cpu = _children_cpu() - cpu  # the grader, bubblewrap, the fork server's own import
-    return seconds, done.stdout
+    grade.setup = stamps.get("setup", float("nan"))
+    grade.teardown = seconds - stamps.get("graded", float("nan"))
+    return seconds, stdout
 
 
 def _children_cpu() -> float:
@@ -101,16 +122,27 @@ def full_marks(out: Path) -> tuple[int, int]:
     return sum(1 for r in rows if r.split(",")[2] == r.split(",")[3]), len(rows)
 
 
-def stages(out: Path) -> tuple[str, float]:
-    """Mean seconds per stage over the class (wall, and CPU where the grader knows it), and
-    the sandboxed processes' CPU-seconds in all."""
+def stages(out: Path) -> tuple[str, float, float]:
+    """A table of the mean seconds per student per stage over the class: wall, CPU of the
+    sandboxed processes (where the grader knows it), CPU of the grader's own thread; and the
+    sandboxes' and the grader threads' CPU-seconds in all."""
     found = [json.loads(p.read_text()) for p in (out / "raw").glob("*/timings.json")]
     if not found:
-        return "  (this grader writes no per-stage timings)", 0.0
-    keys = list(found[0])
-    means = {k: sum(t.get(k, 0.0) for t in found) / len(found) for k in keys}
-    cpu = sum(t.get(k, 0.0) for t in found for k in keys if k.endswith("cpu"))
-    return "\n".join(f"  {k:>12}: {v:6.3f} s" for k, v in means.items()), cpu
+        return "  (this grader writes no per-stage timings)", 0.0, 0.0
+    names = [k for k in found[0] if not k.endswith("cpu")]
+
+    def mean(key):
+        return sum(t.get(key, 0.0) for t in found) / len(found)
+
+    rows = [f"  {'stage':>10} {'wall s':>8} {'sandbox CPU-s':>14} {'grader CPU-s':>13}"]
+    for name in names:
+        rows.append(f"  {name:>10} {mean(name):8.3f} {mean(f'{name} cpu'):14.3f} "
+                    f"{mean(f'{name} grader cpu'):13.3f}")
+    sandboxes = sum(t.get(f"{n} cpu", 0.0) for t in found for n in names)
+    threads = sum(t.get(f"{n} grader cpu", 0.0) for t in found for n in names)
+    rows.append(f"  {'all':>10} {sum(mean(n) for n in names):8.3f} "
+                f"{sandboxes / len(found):14.3f} {threads / len(found):13.3f}")
+    return "\n".join(rows), sandboxes, threads
 
 
 def sharded(args, grader: Path, subs: Path, base: Path) -> None:
@@ -199,7 +231,7 @@ def attackers(args, base: Path) -> int:
     return 0
 
 
-# issue 29: what a storm, a /dev/shm flood and a sparse file cost the classmates (JOBS=2)
+# what a storm, a /dev/shm flood and a sparse file cost the classmates (JOBS=2)
 SHM_FLOOD = '''
 import os as _os
 def _flood(files=32, mib=32):  # 1 GiB in files under the file-size limit, kept while it lives
@@ -368,7 +400,7 @@ def main(argv=None) -> int:
     parser.add_argument("--full", action="store_true", help="FULL=1: every cell, strict nbval")
     parser.add_argument("--shards", type=int, default=0, help="also grade as N shards + merge")
     parser.add_argument("--grader", type=Path, default=ROOT, help="the course checkout to time")
-    parser.add_argument("--attacks", action="store_true", help="issue 21's attackers instead")
+    parser.add_argument("--attacks", action="store_true", help="time the attackers (judge bomb, keepalives, spinners) instead")
     parser.add_argument("--cell-timeout", type=float, default=10, help="with --attacks")
     parser.add_argument("--neighbours", action="store_true", help="with --attacks: what a storm, "
                         "a /dev/shm flood and a sparse file cost the others of a JOBS=2 class")
@@ -387,22 +419,20 @@ def main(argv=None) -> int:
         print(f"before: {uptime()}", flush=True)
         seconds, stdout = grade(args.grader.resolve(), base / "submissions", base / "out", args)
         print(f"after:  {uptime()}")
-        graded = re.search(r"graded \d+ submission\(s\) in ([\d.]+) s", stdout)
-        setup = seconds - float(graded[1]) if graded else float("nan")
         good, total = full_marks(base / "out")
         print(f"{args.students} students, lessons {args.lessons or 'all'}, JOBS={args.jobs}: "
-              f"{seconds:.1f} s for the class ({setup:.1f} s of set-up), "
-              f"{seconds / args.students:.2f} s per student (wall), "
-              f"{seconds * args.jobs / args.students:.2f} s per student per job; "
-              f"{good}/{total} with full marks")
-        table, sandboxes = stages(base / "out")
-        print("where a student's seconds go (mean):\n" + table)
+              f"{seconds:.1f} s for the class, {seconds / args.students:.2f} s per student "
+              f"(wall); {good}/{total} with full marks")
+        print(f"set-up (start to the first student): {grade.setup:.1f} s; after the last "
+              f"student (results, feedback, shutting down): {grade.teardown:.1f} s")
+        table, sandboxes, _ = stages(base / "out")
+        print("per student, mean over the class:\n" + table)
         total = grade.cpu + sandboxes  # an older grader's processes are all its children
+        cores = min(args.jobs, os.cpu_count() or 1)
         print(f"CPU: {grade.cpu:.0f} s in the grader's processes and their children (set-up "
               f"included), {sandboxes:.0f} s more in copies of the fork server; "
-              f"{total / args.students:.2f} CPU-s per student, so about "
-              f"{total / min(args.jobs, os.cpu_count() or 1):.0f} s for the class on "
-              f"{args.jobs} idle cores")
+              f"{total / args.students:.2f} CPU-s per student in all, so about "
+              f"{total / cores:.0f} s for the class on {cores} idle cores")
         if args.shards:
             sharded(args, args.grader.resolve(), base / "submissions", base)
         return 0 if good == total else 1

@@ -17,7 +17,8 @@ import torch
 from course import ROOT
 from course.checks.outputs import Outputs, as_outputs
 from course.checks.targets import resolve
-from course.confirm.standins import Patch, Recorder, load, unpack
+from course.confirm.flat import load_recorded
+from course.confirm.standins import Patch, Recorder, unpack
 
 REFERENCE_DIR = ROOT / "course" / "reference_data"
 
@@ -76,7 +77,7 @@ class RecordedReference(Reference):
                 raise FileNotFoundError(
                     f"no recorded reference for {check.id} at {path}; run `make reference`"
                 )
-            self._cache[check.id] = torch.load(path, weights_only=True)
+            self._cache[check.id] = load_recorded(path)
         recorded = self._cache[check.id]
         if case.name not in recorded:
             raise KeyError(f"{check.id}: case '{case.name}' not recorded; run `make reference`")
@@ -85,7 +86,7 @@ class RecordedReference(Reference):
     def calls(self, check, case) -> list[dict]:
         if check.id not in self._calls:
             path = self.folder / f"{check.id}.calls.pt.gz"
-            self._calls[check.id] = unpack(load(path)) if path.exists() else {}
+            self._calls[check.id] = unpack(load_recorded(path)) if path.exists() else {}
         return self._calls[check.id].get(case.name, [])
 
 

@@ -173,12 +173,13 @@ def _grade(job: Job, ctx: ClassContext, settings: Settings) -> StudentRecord:
     job.raw.mkdir(parents=True, exist_ok=True)
     job.scratch.mkdir(parents=True, exist_ok=True)
 
-    def stage(name, run, *args):
-        begun = time.monotonic()
+    def stage(name, run, *args):  # wall seconds, and the CPU-seconds of this grader thread
+        begun, cpu = time.monotonic(), time.thread_time()
         try:
             return run(*args)
         finally:
             timings[name] = round(time.monotonic() - begun, 3)
+            timings[f"{name} grader cpu"] = round(time.thread_time() - cpu, 3)
 
     sub = stage("collect", collect, job.folder, ctx)
     checks = {c.id: CheckRecord(c.id, c.lesson, c.points, 0.0, False, "no submission")

@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from course.confirm.flat import FOLDER_VARIABLE
 from course.grading.prepare import ClassContext
 from course.grading.sandbox import Layout, Sandbox, interpreter
 from course.grading.settings import Settings
@@ -37,7 +38,8 @@ def course_layout(ctx: ClassContext, settings: Settings, files: dict[str, bytes]
     exercises = {**ctx.stubs, **files}
     return Layout(tmpfs={"/tmp": settings.tmp_bytes(), COURSE: settings.tmp_bytes()}, ro=ro,
                   files={f"{COURSE}/exercises/{name}": data for name, data in exercises.items()},
-                  env={"PYTHONPATH": COURSE}, cwd=COURSE)
+                  env={"PYTHONPATH": COURSE, FOLDER_VARIABLE: f"{GRADER}/reference"},
+                  cwd=COURSE)
 
 
 def _clean(record: dict) -> dict:
