@@ -12,6 +12,10 @@ property `cpu_s`). CPU seconds hardly change with the machine's load, wall secon
 busy machine compare CPU seconds, and the estimate for idle cores (CPU seconds shared by the
 workers, or the longest worker's share if that is larger). A benchmark, not a test: nothing
 here fails because the machine is slow.
+
+A process a test waited for counts where it ended: a server or browser that a module- or
+session-scoped fixture started is counted in the test during whose tear-down it stopped
+(one browser test shows the whole browser file's chromium); the per-file totals are right.
 """
 from __future__ import annotations
 
