@@ -521,8 +521,8 @@ def train_ablations(names=tuple(ABLATIONS), gates=ABLATION_GATES, seed: int = 0,
 
 
 # ------------------------------------------------------- what makes the attention sink strong
-# The seven places where the prototype of issue 23 (shared/reference/sink_prototype.py, in which
-# a strong sink forms) differs from the course's model and Bigram-Backcopy data. Each: the
+# The seven places where an independent prototype (2 layers, the same recipe, written outside
+# the course; a strong sink forms in it) differs from the course's model and Bigram-Backcopy data. Each: the
 # options that give the course's code the prototype's choice. The search turns them on in
 # groups (bisection) on the paper-like build, baselines first.
 SINK_FACTORS = {

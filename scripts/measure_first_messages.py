@@ -12,8 +12,7 @@ every check in lesson order, as `make check` and the check cells do, and reports
 - crash: whether a check crashed instead of failing (anything but CheckFailed escaped it).
 
 `--root` names the course tree to measure (default: this one), so the same bugs measure an older
-checkout: `git worktree add /tmp/before <commit>` then `--root /tmp/before`. The figures of the
-closing note of issue 20 come from this script.
+checkout: `git worktree add /tmp/before <commit>` then `--root /tmp/before`.
 """
 from __future__ import annotations
 
