@@ -8,8 +8,8 @@ code cells, comments excepted) with the messages in Chinese. They are not run a 
 while strict nbval runs an English lesson, tests/catalog_recorder.py writes down each message the
 run renders with its Chinese rendering, and the Chinese notebook's committed outputs must be the
 English ones with those renderings put in (tests/zh_outputs.py says what that proves and what
-not). One Chinese lesson runs under real strict nbval, for the Chinese set-up
-(notebooks/zh/course_setup.py); `COURSE_ZH_NBVAL=all` runs every one.
+not). Two Chinese lessons run under real strict nbval instead: 00, for the Chinese set-up
+(notebooks/zh/course_setup.py), and 08 (see ZH_REAL); `COURSE_ZH_NBVAL=all` runs every one.
 
 The stubs test and the check-cell rules run on the English notebooks only.
 """
@@ -32,8 +32,13 @@ from tests.zh_outputs import chinese_problems
 
 NAMES = [p.name for p in NOTEBOOKS]
 ZH_NAMES = [f"zh/{p.name}" for p in sorted((ROOT / "notebooks" / "zh").glob("[0-9][0-9]_*.ipynb"))]
-# the Chinese lessons run under real strict nbval (the others are checked from the English run)
-ZH_NBVAL = ZH_NAMES if os.environ.get("COURSE_ZH_NBVAL") == "all" else ZH_NAMES[:1]
+# the Chinese lessons run under real strict nbval (the others are checked from the English run):
+# lesson 00 for the Chinese set-up; lesson 08, whose messages nest (a translated label passed to
+# another translated message's format) and are padded after translation, which the recorded
+# renderings cannot put back in place
+ZH_REAL = ("00_", "08_")
+ZH_NBVAL = ZH_NAMES if os.environ.get("COURSE_ZH_NBVAL") == "all" else \
+    [name for name in ZH_NAMES if name.removeprefix("zh/").startswith(ZH_REAL)]
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +76,7 @@ def test_strict_nbval_against_solutions(solutions_copy, notebook, tmp_path):
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
     print(f"{notebook}: strict nbval passed in {seconds:.1f} s")
     chinese = solutions_copy / "notebooks" / "zh" / notebook
-    if chinese.exists():
+    if chinese.exists() and f"zh/{notebook}" not in ZH_NBVAL:
         problems = chinese_problems(solutions_copy / "notebooks" / notebook, chinese, record,
                                     solutions_copy / SANITIZE)
         assert problems == [], "\n\n".join(problems)
