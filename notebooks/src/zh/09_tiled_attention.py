@@ -213,7 +213,7 @@ print("gradcheck:", torch.autograd.gradcheck(
 #
 # “峰值”是调用在输入之外最多占用的内存；“保留”是前向传播结束后为反向传播留下的内存（连同输出）。
 
-# %% en="6f7c76969aa8"
+# %% en="619599814e8c"
 from course.memory import chunked_column_attention, naive_column_attention
 from course.tiled_memory import measure_call, predict_call
 
@@ -223,7 +223,7 @@ methods = {
     "tiled": lambda q, k, v: tiled_attention(q, k, v, None, None, 128, 128),
     "sdpa": torch.nn.functional.scaled_dot_product_attention,
 }
-lengths = [256, 512, 1024]
+lengths = [128, 256, 512]
 memory = {}
 for name, fn in methods.items():
     for train in (False, True):
@@ -240,7 +240,7 @@ for (name, train, L), (predicted, measured) in memory.items():
           f"{predicted.peak / 1e6:>15.2f} {measured.peak / 1e6:>14.2f} "
           f"{predicted.held_after / 1e6:>15.2f} {measured.held_after / 1e6:>14.2f}")
 
-# %% en="20c54a7a2078"
+# %% en="1cf35be0ad20"
 def agree(name, train):
     """Predicted and measured peak and kept bytes within 0.1 % at every L."""
     return all(abs(predicted.peak - measured.peak) <= 1e-3 * measured.peak and
@@ -251,20 +251,29 @@ def agree(name, train):
 for name in ["naive", "chunked", "tiled"]:
     print(f"{name:8} predicted = measured within 0.1 %: inference {agree(name, False)}, "
           f"training {agree(name, True)}")
-sdpa_ratio = memory["sdpa", False, 1024][1].peak / memory["sdpa", False, 1024][0].peak
-print(f"sdpa     measured / predicted peak at L = 1024, inference: below 0.1: {sdpa_ratio < 0.1}")
+sdpa_ratio = memory["sdpa", False, 512][1].peak / memory["sdpa", False, 512][0].peak
+print(f"sdpa     measured / predicted peak at L = 512, inference: below 0.1: {sdpa_ratio < 0.1}")
 
-# %% [markdown] en="43201f626020"
-# 对朴素、分块和逐块这三种方式，由形状预测的字节数就是 CPU 实际分配的字节数，推理和训练都如此。SDPA 和第 05 课一样，运行的是 PyTorch 在 CPU 上的融合内核，它按块计算，占用的内存远少于 `meta` 上未融合路径的预测（而且它分配多少内存取决于机器，包括线程数）。再看增长：L 翻倍时，峰值和训练时保留的内存各增长多少倍（用的是预测值，上面已由 profiler 证实，所以在每台机器上都一样）。朴素和分块：约 4 倍，即分数的 L²。逐块：峰值只比 1 倍多一点，因为块的大小固定，随 L 增长的只有输出和 logsumexp；这两者正是训练时保留的内存，恰好翻倍。
+# %% [markdown] en="4e46fd0e1a19"
+# 对朴素、分块和逐块这三种方式，由形状预测的字节数就是 CPU 实际分配的字节数，推理和训练都如此。SDPA 和第 05 课一样，运行的是 PyTorch 在 CPU 上的融合内核，它按块计算，占用的内存远少于 `meta` 上未融合路径的预测（而且它分配多少内存取决于机器，包括线程数）。再看增长：L 翻倍时，峰值和训练时保留的内存各增长多少倍（用的是预测值，上面已由 profiler 证实，所以在每台机器上都一样）。朴素和分块：约 4 倍，即分数的 L²。逐块：峰值增长不到 2 倍，因为块的大小固定，随 L 增长的只有输出和 logsumexp；这两者正是训练时保留的内存，恰好翻倍。
 
-# %% en="0ce928b33d0b"
-print(f"{'method':8} {'mode':9} {'peak x, L 256->512':>19} {'512->1024':>10} {'kept x, 512->1024':>18}")
+# %% tags=["nbval-ignore-output"] en="a7a9261a0620"
+print(f"{'method':8} {'mode':9} {'peak x, L 128->256':>19} {'256->512':>9} {'kept x, 256->512':>17}")
 for name in ["naive", "chunked", "tiled"]:  # predicted: the same bytes on every machine
     for train in (False, True):
         peaks = [memory[name, train, L][0].peak for L in lengths]
         kept = [memory[name, train, L][0].held_after for L in lengths]
         print(f"{name:8} {'training' if train else 'inference':9} {peaks[1] / peaks[0]:>19.2f} "
-              f"{peaks[2] / peaks[1]:>10.2f} {kept[2] / kept[1]:>18.2f}")
+              f"{peaks[2] / peaks[1]:>9.2f} {kept[2] / kept[1]:>17.2f}")
+
+# %% en="6f64f07ce9ba"
+for name in ["naive", "chunked", "tiled"]:
+    for train in (False, True):
+        peaks = [memory[name, train, L][0].peak for L in lengths]
+        kept = [memory[name, train, L][0].held_after for L in lengths]
+        bound, holds = ("< 2", lambda x: x < 2) if name == "tiled" else ("> 3.5", lambda x: x > 3.5)
+        print(f"{name:8} {'training' if train else 'inference':9} peak x {bound} at each doubling: "
+              f"{all(holds(b / a) for a, b in zip(peaks, peaks[1:]))}, kept x {kept[2] / kept[1]:.2f}")
 
 # %% tags=["nbval-ignore-output"] en="436aec0f2c9b"
 fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
@@ -285,7 +294,7 @@ plt.show()
 #
 # 第 05 课预测了列注意力（R = 300 列，8 个头，c = 8，float32）在 24/40/80 GB 显卡上什么时候耗尽内存。换成你的逐块注意力再做一次：朴素和分块的需求是 S 的二次函数（第 05 课已精确求解），逐块的需求在一行跨过三块之后就是线性的（所以在 `meta` 上预测 S = 384 和 512 两处就能定出这条直线）。训练时，每一层都要为反向传播保留权重：朴素和分块保留 (R, H, S, S) 个，逐块只保留输出和 logsumexp。
 
-# %% en="f7b880e86927"
+# %% tags=["nbval-ignore-output"] en="f7b880e86927"
 from course.memory import GB, predicted_need, predicted_wall
 from course.tiled_memory import fit_line, solve_need
 
@@ -318,19 +327,19 @@ kept = predict_call(tiled_columns, [(300, 8, check_S, 8)] * 3, train=True).held_
 print(f"(at S = {check_S}, meta's kept bytes for tiled = output + logsumexp: "
       f"{kept == 300 * 8 * check_S * (8 + 1) * 4})")
 
-# %% [markdown] en="157faf9fa850"
-# 逐块计算把第 05 课的墙从一两千条序列推到了 24 GB 显卡上的数万条、80 GB 显卡上的约 25 万条：剩下的只有输入、输出和几个块，其中只有块的固定大小与 S 无关。按列分块在推理时几乎同样有效（第 05 课），在训练时毫无用处；逐块计算两者兼顾，因为反向传播靠重新计算，而不是靠保留。
+# %% [markdown] en="453f039bfbb8"
+# 逐块计算把第 05 课的墙从一两千条序列推到了 24 GB 显卡上的数万条、80 GB 显卡上的数十万条：剩下的只有输入、输出和几个块，其中只有块的固定大小与 S 无关。按列分块在推理时几乎同样有效（第 05 课），在训练时毫无用处；逐块计算两者兼顾，因为反向传播靠重新计算，而不是靠保留。
 #
 # ## 6. 如实看待耗时
 #
-# 内存降下来了，时间呢？在这台 CPU 上先不计时运行一次，再取 2 次调用中的最快者，L = 512，形状同上：
+# 内存降下来了，时间呢？在这台 CPU 上先不计时运行一次，再计时运行一次，L = 256，形状同上：
 
-# %% tags=["nbval-ignore-output"] en="8fd9200b4f41"
+# %% tags=["nbval-ignore-output"] en="6c3caf76e588"
 from course.measure import best_time
 from course.tiled_memory import make_tensors
 
-inputs = make_tensors([(8, 4, 512, 16)] * 3)
-grad_inputs = make_tensors([(8, 4, 512, 16)] * 3, requires_grad=True)
+inputs = make_tensors([(8, 4, 256, 16)] * 3)
+grad_inputs = make_tensors([(8, 4, 256, 16)] * 3, requires_grad=True)
 
 
 def train_step(fn):
@@ -340,8 +349,8 @@ def train_step(fn):
 seconds = {}
 for name in ("naive", "tiled", "sdpa"):
     with torch.no_grad():
-        forward = best_time(lambda: methods[name](*inputs), repeats=2)
-    seconds[name] = (forward, best_time(train_step(methods[name]), repeats=2))
+        forward = best_time(lambda: methods[name](*inputs), repeats=1)
+    seconds[name] = (forward, best_time(train_step(methods[name]), repeats=1))
     print(f"{name:6} forward {seconds[name][0] * 1e3:8.1f} ms   training step "
           f"{seconds[name][1] * 1e3:8.1f} ms")
 print(f"tiled / sdpa: forward x{seconds['tiled'][0] / seconds['sdpa'][0]:.1f}, "
@@ -349,8 +358,8 @@ print(f"tiled / sdpa: forward x{seconds['tiled'][0] / seconds['sdpa'][0]:.1f}, "
       f"x{seconds['tiled'][0] / seconds['naive'][0]:.1f}, training "
       f"x{seconds['tiled'][1] / seconds['naive'][1]:.1f}")
 
-# %% [markdown] en="35dfa26d5aee"
-# 你的逐块实现与朴素注意力做的是同样的算术（还多一点：重新缩放，以及训练时打分要算两遍），而在 CPU 上它比朴素注意力慢，比 SDPA 慢好几倍（上面的单元打印了在这里测得的倍数）。原因不在算法：
+# %% [markdown] en="65ad40323294"
+# 你的逐块实现与朴素注意力做的是同样的算术，还多一点（重新缩放，以及训练时打分要算两遍）。上面的单元打印了各自在这里的耗时，每种只计时一次：机器上同时还有别的任务时，单次计时每次运行都不一样，所以这些倍数只能粗看（`scripts/bench_lesson09.py` 取多次中的最快者）。融合内核之所以快，靠的正是纯 PyTorch 给不了你的逐块实现的东西：
 #
 # - **没有融合。**块循环里的每一行都是一个单独的 PyTorch 运算：打分写进内存，被 `exp` 读回，再写出，又被与 v 的矩阵乘法读入。融合内核（CPU 上 PyTorch 的 SDPA，GPU 上的 FlashAttention）让一个块从打分到输出始终留在寄存器或片上存储里，每个块只读一次 q、k、v，只写一次输出。
 # - **Python 在逐块循环。**每个块要调用十来个算子，每次调用都有几微秒的 Python 与分派开销，与块的大小无关：块越小，开销占比越大。
@@ -362,7 +371,7 @@ print(f"tiled / sdpa: forward x{seconds['tiled'][0] / seconds['sdpa'][0]:.1f}, "
 #
 # 在 AlphaFold2 的 MSA 模块中，行注意力让每条序列的各残基互相关注，并加上来自 z 的 pair bias（第 04 课），形状 (H, R, R)，由全部 S 条序列共享：q、k、v 为 (S, H, R, c)，打分为 (S, H, R, R)。取 extra MSA 最深的设置 S = 5,120（AlphaFold2 的默认值是 1,024；5,120 用于部分已发布的模型，见第 05 课），8 个头，c = 8：对一层的注意力核心（含输入），一张显卡能放下多长的蛋白质（R 个残基）？朴素的需求是 R 的二次函数（三次预测），逐块（64 的块）是线性的（两次预测）。
 
-# %% en="1d1220cdfe46"
+# %% tags=["nbval-ignore-output"] en="1d1220cdfe46"
 from course.tiled_memory import fit_need
 
 S, H, c = 5120, 8, 8
@@ -400,8 +409,8 @@ for capacity in (24, 40, 80):
 #
 # 耗时并没有降低。两者都要做两遍 S · H · R² · c 次乘加；这里在少数几条序列上测量（工作量与 S 成正比，所以单元按比例换算到 S = 5,120）：
 
-# %% tags=["nbval-ignore-output"] en="29b39afd59f7"
-few = 8
+# %% tags=["nbval-ignore-output"] en="f1154eb3d7ce"
+few = 4
 row_inputs = make_tensors([(few, H, 300, c)] * 3 + [(H, 300, 300)])
 with torch.no_grad():
     for name, fn in [("naive", naive_rows), ("tiled", tiled_rows)]:
@@ -409,10 +418,10 @@ with torch.no_grad():
         print(f"{name:6}: {per_call * 1e3:7.1f} ms for S = {few}, about "
               f"{per_call * S / few:6.1f} s per layer at S = 5,120 on this CPU")
 
-# %% [markdown] en="71d1a1095dfd"
+# %% [markdown] en="677894a9d187"
 # ### OpenFold 的低内存注意力
 #
-# AlphaFold2 的开源重新实现 OpenFold 也走了路线一：`openfold/model/primitives.py` 中的 `_lma`（“low-memory attention”，依据 Rabe 与 Staats 2021，“Self-attention does not need O(n²) memory”），在设置 `use_lma` 时使用，它的文档把这项设置归为推理用途。OpenFold 无法从软件包索引安装（那里的 `openfold` 包构建失败，`openfold3` 是 AlphaFold 3 的后继实现，依赖繁多），所以课程仓库中的一个测试（`test_lesson09_openfold.py`，不在发给学生的材料里）重新表述了 `_lma` 的算法（读自 aqlaboratory/openfold 的提交 ce0029e，2025 年 9 月），连同它外围的行注意力：查询先除以 √c，MSA 掩码作为加性偏置 10⁹ (mask − 1)，pair bias 为 LayerNorm(z) → Linear(c_z, H)，以及门控和输出投影。在复制过来的权重上、float64 下，你的逐块行注意力与它相差不超过 1e-12，第 06 课的模块也一样。它的分块方式与 FlashAttention 的不同之处：
+# AlphaFold2 的开源重新实现 OpenFold 也走了路线一：`openfold/model/primitives.py` 中的 `_lma`（“low-memory attention”，依据 Rabe 与 Staats 2021，“Self-attention does not need O(n²) memory”），在设置 `use_lma` 时使用，它的文档把这项设置归为推理用途。OpenFold 无法从软件包索引安装（那里的 `openfold` 包构建失败，`openfold3` 是 AlphaFold 3 的后继实现，依赖繁多），所以课程仓库中的一个测试（`test_lesson09_openfold.py`，不在发给学生的材料里）重新表述了 `_lma` 的算法（读自 aqlaboratory/openfold 的提交 ce0029e，2025 年九月），连同它外围的行注意力：查询先除以 √c，MSA 掩码作为加性偏置 10⁹ (mask − 1)，pair bias 为 LayerNorm(z) → Linear(c_z, H)，以及门控和输出投影。在复制过来的权重上、float64 下，你的逐块行注意力与它相差不超过 1e-12，第 06 课的模块也一样。它的分块方式与 FlashAttention 的不同之处：
 #
 # - **先拆分，后合并。**对每个查询块，`_lma` 算出每个键块的最大值、指数和与加权的值，*全部保留*，最后再以其中最大的最大值为基准一次合并。FlashAttention 则把每一块立刻并入累计的 (m, l, acc)，不为任何块保留东西。
 # - **块的大小为内存而定，不为芯片而定。**默认是 1,024 个查询 × 4,096 个键。R = 300 时一块就装下整行，所以行注意力实际上没有分块；它在长轴上才起作用，例如 S = 5,120 时 extra MSA 的列。FlashAttention 的块（64–128）是按 GPU 片上存储的大小来定的。
@@ -421,12 +430,12 @@ with torch.no_grad():
 #
 # ## 8. 路线二放在旁边：滑动窗口
 #
-# 路线二改变的是模型：查询 i 只看 |i − j| ≤ w 的键。写成掩码，就是沿对角线的一条带，你的逐块注意力加上这个掩码就能精确算出，但仍然要访问每一块，其中大多数块根本碰不到这条带。`sliding_window_attention`（已在 `exercises/tiled.py` 中给出，它调用你的 `tiled_attention_forward`）只访问与各查询块的带相交的键块，并且只为那一段构造带状掩码。L = 1,024，窗口 32，块大小 64：
+# 路线二改变的是模型：查询 i 只看 |i − j| ≤ w 的键。写成掩码，就是沿对角线的一条带，你的逐块注意力加上这个掩码就能精确算出，但仍然要访问每一块，其中大多数块根本碰不到这条带。`sliding_window_attention`（已在 `exercises/tiled.py` 中给出，它调用你的 `tiled_attention_forward`）只访问与各查询块的带相交的键块，并且只为那一段构造带状掩码。L = 512，窗口 16，块大小 64：
 
-# %% en="1efc957b1779"
+# %% en="2c3c3f82a539"
 from exercises.tiled import band_mask, key_blocks, sliding_window_attention
 
-L, window, block = 1024, 32, 64
+L, window, block = 512, 16, 64
 generator = torch.Generator().manual_seed(11)
 qw, kw, vw = (torch.randn(4, L, 16, generator=generator, dtype=torch.float64) for _ in range(3))
 band = band_mask(slice(0, L), slice(0, L), window)
@@ -460,7 +469,7 @@ with torch.no_grad():
 #
 # ## 9. 在 GPU 上
 #
-# 在 CUDA 显卡上，下一个单元让朴素注意力、你的逐块注意力和 PyTorch 的 SDPA（在那里它运行 FlashAttention 内核）的 L 不断增大，推理和训练各测一遍，直到显卡内存耗尽或用完 30 秒的时间预算，然后显示峰值（`course/tiled_gpu.py`）。没有 GPU 时，它显示在真实显卡上记录下来的运行（`data/lesson09/gpu_runs.json`；`python scripts/record_gpu_run09.py --source “...”` 可以添加一次运行）。
+# 在 CUDA 显卡上，下一个单元让朴素注意力、你的逐块注意力和 PyTorch 的 SDPA（在那里它运行 FlashAttention 内核）的 L 不断增大，推理和训练各测一遍，直到显卡内存耗尽或用完 30 秒的时间预算，然后显示峰值（`course/tiled_gpu.py`）。没有 GPU 时，它显示在真实显卡上记录下来的运行（`data/lesson09/gpu_runs.json`；`python scripts/record_gpu_run09.py --source "..."` 可以添加一次运行）。
 
 # %% tags=["nbval-ignore-output"] en="d3c37fcbe29a"
 from course import tiled_gpu
@@ -474,7 +483,7 @@ else:
     print("No CUDA GPU here, and no GPU run of this lesson is recorded yet "
           "(data/lesson09/gpu_runs.json holds none).")
 
-# %% [markdown] en="747c64007b17"
+# %% [markdown] en="bf36e7260bcf"
 # 在那里可以预期：当 L × L 的分数（乘以头数，短暂时是两份）超过显卡容量时，朴素注意力耗尽内存；SDPA 的 FlashAttention 内核和你的逐块实现线性增长，因时间而不是内存停下；SDPA 比你的逐块实现快得多，原因见第 6 节。
 #
 # ## 自测
@@ -485,7 +494,7 @@ else:
 # 4. 前向传播为反向传播保存了什么？对形状为 (S, H, R, c) 的 q、k、v，这些有多大？
 # 5. 为什么 D = rowsum(dO ∘ O) 可以代替 Σₖ Pᵢₖ dPᵢₖ？这对逐块计算为什么重要？
 # 6. 把第 05 课的列每次分 4 列计算，推理时已经能把 S = 5,120 放进几 GB。逐块计算还带来了什么？
-# 7. 你的逐块注意力在 CPU 上比 SDPA 慢。FlashAttention 在 GPU 上比朴素注意力慢吗？为什么？
+# 7. 你的逐块注意力由 PyTorch 运算写成，融合内核的优势它一样也没有。FlashAttention 在 GPU 上比朴素注意力慢吗？为什么？
 #
 # <details><summary>答案</summary>
 #
@@ -495,7 +504,7 @@ else:
 # 4. q、k、v、偏置和掩码（都是输入，本来就在内存里），输出 (S, H, R, c) 和 logsumexp (S, H, R)：每个查询多一个数，而不是 (S, H, R, R) 的权重。
 # 5. Σₖ Pᵢₖ dPᵢₖ = Σₖ Pᵢₖ (dOᵢ · vₖ) = dOᵢ · (Σₖ Pᵢₖ vₖ) = dOᵢ · Oᵢ。前者需要 P 的一整行；dOᵢ · Oᵢ 一行也不需要，所以在块循环之前为每个查询算一次就行。
 # 6. 训练：autograd 会为反向传播保留每一块的权重，合起来是 (R, H, S, S)，而逐块计算只保留输出和 logsumexp。另外，一条很长的序列（只有一个切片）根本无法按切片分块；逐块计算在序列内部切分。
-# 7. 不，它更快：在 GPU 上，注意力的开销主要在于让 L × L 矩阵在慢速显存里进出，而融合内核从不这样做；这里 CPU 上的逐块实现慢，是因为每一块都是从 Python 调用的十来个独立运算。
+# 7. 不，它更快：在 GPU 上，注意力的开销主要在于让 L × L 矩阵在慢速显存里进出，而融合内核从不这样做；这里 CPU 上的逐块实现没有因为分块而变快，是因为每一块都是从 Python 调用的十来个独立运算。
 #
 # </details>
 #
@@ -504,6 +513,6 @@ else:
 # - 在线 softmax 按块读取一行，维护累计最大值 m 和累计和 l；m 升到 m′ 时，l（以及任何累加器）乘以 exp(m − m′)。结果与 softmax 完全相等。
 # - 逐块注意力把这个方法用在 (block_q, block_k) 块上，每块施加自己那一块的偏置和掩码，返回输出和 lse = m + log l，从不保存 q × k 的张量。
 # - 反向传播重新计算每一块的权重 P = exp(s − lse)：dV = Pᵀ dO，dS = P ∘ (dO Vᵀ − D)，其中 D = rowsum(dO ∘ O)，dQ = dS K / √c，dK = dSᵀ Q / √c，dbias = dS 沿广播的轴求和（FlashAttention-2）。训练时只保留输出和每个查询一个数。
-# - 内存由形状预测、再由 profiler 证实：朴素（以及分块）注意力随 L² 增长，逐块计算线性增长；第 05 课的墙从一两千条序列推到了数万条（24 GB）乃至约 25 万条（80 GB）。计算量仍是平方级的，在纯 PyTorch 中逐块计算更慢：FlashAttention 的速度来自内核中的融合。
+# - 内存由形状预测、再由 profiler 证实：朴素（以及分块）注意力随 L² 增长，逐块计算线性增长；第 05 课的墙从一两千条序列推到了数万条（24 GB）乃至数十万条（80 GB）。计算量仍是平方级的，在纯 PyTorch 中逐块计算并不带来速度：FlashAttention 的速度来自内核中的融合。
 # - OpenFold 的 `_lma` 分块方式不同（先拆分后合并，块很大，没有自己的反向传播，掩码是 −10⁹ 的偏置），在 AlphaFold 的行注意力上与你的逐块实现相等。
 # - 路线二（滑动窗口）可以与路线一结合：跳过带状区域以外的块。
