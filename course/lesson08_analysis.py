@@ -8,6 +8,8 @@ the text a cell prints, so that tests can reach every rule the lesson applies.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
 from course.columns import pad
@@ -40,6 +42,8 @@ def values(runs: dict, prefix: str, dataset: str, gate: str, key: str, layer: in
     measured. key "massive_ratio": the largest max/median ratio over the layers."""
     if key == "massive_ratio":
         return massive_ratios(runs, prefix, dataset, gate)
+    if key in DERIVED and layer is None:
+        return derived_values(runs, prefix, dataset, gate, key)
     found = runs_of(runs, prefix, dataset, gate)
     if layer is None:
         return [m[key] for m in found if m.get(key) is not None]
@@ -54,20 +58,27 @@ def mean(xs) -> float | None:
 # ---------------------------------------------------------------------------- verdicts
 def verdict_lower(runs: dict, prefix: str, dataset: str, key: str,
                   gated: str = "elementwise", base: str = "none") -> str:
-    """The lesson's rule for "the gate lowers `key`": yes only when every gated seed is below
-    every baseline seed (then by how much, on the means); "no (within seed noise)" when only the
-    means are in that direction; with fewer than MIN_SEEDS seeds of either, direction only."""
+    """The lesson's rule for "the gate lowers `key`": yes when every gated seed is below every
+    baseline seed, then by how much (the ratio of the means, and its range over seed pairings;
+    for the loss, the difference) and the one-sided exact Mann-Whitney p (the rule with 3 seeds
+    against 3 is p = 0.05, the smallest p 3 against 3 allows); "not shown" when the seeds overlap;
+    "direction only" with fewer than MIN_SEEDS seeds of either."""
     lo, hi = values(runs, prefix, dataset, gated, key), values(runs, prefix, dataset, base, key)
     if not lo or not hi:
         return _("not measured")
     if min(len(lo), len(hi)) < MIN_SEEDS:
         direction = _("lower") if mean(lo) < mean(hi) else _("not lower")
         return _("direction only: {direction} (< {n} seeds)").format(direction=direction, n=MIN_SEEDS)
+    p = mann_whitney(lo, hi)[1]
     if max(lo) < min(hi):
-        if key == "val_loss":
-            return _("yes, {delta:+.3f}").format(delta=mean(lo) - mean(hi))
-        return _("yes, {ratio:.1f}x lower").format(ratio=mean(hi) / mean(lo))
-    return _("no (within seed noise)") if mean(lo) < mean(hi) else _("no")
+        if key == "val_loss" or min(lo) <= 0:
+            return _("yes, {delta:+.3f}, p = {p:.2g}").format(delta=mean(lo) - mean(hi), p=p)
+        ratio, low, high = ratio_range(hi, lo)
+        return _("yes, {ratio:.1f}x lower ({low:.1f}-{high:.1f}x), p = {p:.2g}").format(
+            ratio=ratio, low=low, high=high, p=p)
+    if mean(lo) < mean(hi):
+        return _("not shown (seeds overlap), p = {p:.2g}").format(p=p)
+    return _("no")
 
 
 def sparse(runs: dict, prefix: str, dataset: str, gated: str = "elementwise") -> str:
@@ -85,6 +96,8 @@ def pair(runs: dict, prefix: str, dataset: str, key: str, fmt: str,
          gated: str = "elementwise", base: str = "none") -> str:
     """'0.211 -> 0.115': the means over the seeds, baseline then gated."""
     before, after = (mean(values(runs, prefix, dataset, g, key)) for g in (base, gated))
+    if before is None or after is None:
+        return "-"
     return f"{before:{fmt}} -> {after:{fmt}}"
 
 
@@ -101,8 +114,8 @@ def side_by_side(runs: dict, prefixes: dict, dataset: str) -> str:
     """One row per variant, one block per prefix ({prefix: its name}): the first-token share
     (mean over seeds), per layer, and the validation loss."""
     blocks = list(prefixes)
-    lines = [f"{pad(_('variant'), 12, '>')} | " + " | ".join(f"{pad(prefixes[p], 38, '^')}" for p in blocks),
-             f"{'':>12} | " + " | ".join(f"{pad(_('share on BOS'), 12, '>')} {pad(_('layer 0, 1'), 12, '>')} "
+    lines = [f"{pad(_('variant'), 16, '>')} | " + " | ".join(f"{pad(prefixes[p], 38, '^')}" for p in blocks),
+             f"{'':>16} | " + " | ".join(f"{pad(_('share on BOS'), 12, '>')} {pad(_('layer 0, 1'), 12, '>')} "
                                          f"{pad(_('val loss'), 11, '>')}" for _block in blocks)]
     for gate in VARIANTS:
         cells = []
@@ -111,21 +124,21 @@ def side_by_side(runs: dict, prefixes: dict, dataset: str) -> str:
                                for i in range(2))
             cells.append(f"{mean(values(runs, prefix, dataset, gate, 'first_token_share')):>12.3f} "
                          f"{layers:>12} {mean(values(runs, prefix, dataset, gate, 'val_loss')):>11.3f}")
-        lines.append(f"{gate:>12} | " + " | ".join(cells))
+        lines.append(f"{pad(label(gate), 16, '>')} | " + " | ".join(cells))
     return "\n".join(lines)
 
 
 def results_table(runs: dict, prefix: str, dataset: str) -> str:
     """Everything measured for one prefix and dataset: means over the seeds, [min, max] of the
     first-token share, n the number of seeds."""
-    lines = [f"{pad(_('variant'), 12, '>')} | {pad(_('first-token share'), 17, '>')} | {pad(_('gate mean'), 9, '>')} | "
+    lines = [f"{pad(_('variant'), 16, '>')} | {pad(_('first-token share'), 17, '>')} | {pad(_('gate mean'), 9, '>')} | "
              f"{pad(_('gates < 0.1'), 11, '>')} | {pad(_('gate @ trigger'), 14, '>')} | {pad(_('gate elsewhere'), 14, '>')} | "
              f"{pad(_('max/median'), 10, '>')} | {pad(_('val loss'), 8, '>')} | {pad(_('copy acc'), 8, '>')} | n"]
     for gate in VARIANTS:
         def m(key, width, fmt):
             return _cell(mean(values(runs, prefix, dataset, gate, key)), width, fmt)
         lines.append(
-            f"{gate:>12} | {_spread(values(runs, prefix, dataset, gate, 'first_token_share')):>17} | "
+            f"{pad(label(gate), 16, '>')} | {_spread(values(runs, prefix, dataset, gate, 'first_token_share')):>17} | "
             f"{m('gate_mean', 9, '.3f')} | {m('gate_below_0.1', 11, '.2f')} | "
             f"{m('gate_at_trigger', 14, '.3f')} | {m('gate_elsewhere', 14, '.3f')} | "
             f"{_cell(mean(massive_ratios(runs, prefix, dataset, gate)), 10, '.0f')} | "
@@ -149,7 +162,7 @@ def gate_at_triggers(runs: dict, prefix: str, gates=("elementwise", "headwise", 
     for gate in gates:
         at = [mean(values(runs, prefix, "bb", gate, "gate_at_trigger", i)) for i in range(2)]
         off = [mean(values(runs, prefix, "bb", gate, "gate_elsewhere", i)) for i in range(2)]
-        lines.append(f"{prefix:>10} {gate:>12}: " + "  ".join(
+        lines.append(f"{prefix:>10} {pad(label(gate), 16, '>')}: " + "  ".join(
             _("layer {layer}: {at:.3f} at triggers vs {off:.3f} elsewhere ({ratio:4.1f}x)").format(
                 layer=i, at=at[i], off=off[i], ratio=at[i] / off[i]) for i in range(2)))
     return "\n".join(lines)
@@ -185,7 +198,7 @@ def massive_ratios(runs: dict, prefix: str, dataset: str, gate: str) -> list[flo
 def massive_table(runs: dict, prefix: str, dataset: str) -> str:
     """Per variant and layer: the top activation |h|, the median |h|, their ratio and how many of
     the seeds have their top activation at BOS; means over the seeds."""
-    lines = [f"{pad(_('variant'), 12, '>')} | " + " | ".join(
+    lines = [f"{pad(_('variant'), 16, '>')} | " + " | ".join(
         pad(_("layer {layer}: top |h|, median, ratio, at BOS").format(layer=i), 38, ">")
         for i in range(2))]
     for gate in VARIANTS:
@@ -199,7 +212,7 @@ def massive_table(runs: dict, prefix: str, dataset: str) -> str:
             at_bos = sum(x["position"] == 0 for x in layer)
             cells.append(f"{mean(x['top'][0] for x in layer):>14.0f} {mean(x['median'] for x in layer):>8.2f} "
                          f"{mean(x['ratio'] for x in layer):>6.0f}x {at_bos:>3}/{len(layer)}")
-        lines.append(f"{gate:>12} | " + " | ".join(cells))
+        lines.append(f"{pad(label(gate), 16, '>')} | " + " | ".join(cells))
     return "\n".join(lines)
 
 
@@ -290,31 +303,46 @@ def value_at_bos(model, tokens: torch.Tensor, layer: int = 0) -> list[float]:
 
 
 # --------------------------------------------------------------- side by side with the paper
-# (claim, the paper's figure, the key measured, its format)
+# (claim, the paper's figure (its Table 4, 15B MoE, G1 elementwise), the key measured, format)
 PAPER_CLAIMS = (
-    (N_("first-token attention"), N_("46.7% -> 4.8% (~10x)"), "first_token_share", ".3f"),
-    (N_("massive activations"), N_("mitigated"), "massive_ratio", ".0f"),
+    (N_("first-token attention"), N_("0.467 -> 0.048 (1/9.7)"), "first_token_share", ".3f"),
+    (N_("cost of blocking BOS"), N_("not measured"), "bos_cost", "+.3f"),
     (N_("loss"), N_("PPL 6.026 -> 5.761"), "val_loss", ".3f"),
 )
-PAPER_SPARSITY = N_("mean ~0.12; released 1B: 0.10, 70% < 0.1")
+PAPER_SPARSITY = N_("mean 0.116; released 1B: 0.10, 70% < 0.1")
+
+
+def _claim_rows(runs: dict, cases, claim: str, paper: str, key: str, fmt: str, gated: str) -> list:
+    rows = []
+    for i, (case, ours, gpt2, dataset) in enumerate(cases):
+        rows.append((_(claim) if i == 0 else "", _(paper) if i == 0 else "",
+                     f"{case} {pair(runs, ours, dataset, key, fmt, gated=gated)}",
+                     verdict_lower(runs, ours, dataset, key, gated=gated),
+                     f"{pair(runs, gpt2, dataset, key, fmt, gated=gated)}: "
+                     f"{verdict_lower(runs, gpt2, dataset, key, gated=gated)}"))
+    return rows
 
 
 def paper_rows(runs: dict, cases) -> list[tuple[str, str, str, str, str]]:
     """cases: (label, paper-like prefix, GPT-2-style prefix, dataset). One row per claim and
     case: (claim, the paper's figure, ours in the paper-like build, its verdict, the GPT-2-style
-    build's figure and verdict); then gate sparsity, then the two claims that are algebra."""
+    build's figure and verdict); then the static scalar (the paper's input-independent gate),
+    massive activations, gate sparsity, and the two claims that are algebra."""
     rows = []
     for claim, paper, key, fmt in PAPER_CLAIMS:
-        for i, (label, ours, gpt2, dataset) in enumerate(cases):
-            rows.append((_(claim) if i == 0 else "", _(paper) if i == 0 else "",
-                         f"{label} {pair(runs, ours, dataset, key, fmt)}",
-                         verdict_lower(runs, ours, dataset, key),
-                         f"{pair(runs, gpt2, dataset, key, fmt)}: {verdict_lower(runs, gpt2, dataset, key)}"))
-    for i, (label, ours, gpt2, dataset) in enumerate(cases):
+        rows += _claim_rows(runs, cases, claim, paper, key, fmt, "elementwise")
+    rows += _claim_rows(runs, cases, N_("input-independent gate"), N_("0.467 -> 0.364 (1/1.3)"),
+                        "first_token_share", ".3f", "static")
+    for i, (case, ours, gpt2, dataset) in enumerate(cases):
+        rows.append((_("massive activations") if i == 0 else "", _("M-Act 1053 -> 94") if i == 0 else "",
+                     f"{case} {pair(runs, ours, dataset, 'massive_ratio', '.0f')}",
+                     _("not testable (none form)"), _("max/median {pair}").format(
+                         pair=pair(runs, gpt2, dataset, "massive_ratio", ".0f"))))
+    for i, (case, ours, gpt2, dataset) in enumerate(cases):
         rows.append((_("gate scores sparse") if i == 0 else "", _(PAPER_SPARSITY) if i == 0 else "",
-                     f"{label} {sparse(runs, ours, dataset)}", sparse_verdict(runs, ours, dataset),
+                     f"{case} {sparse(runs, ours, dataset)}", sparse_verdict(runs, ours, dataset),
                      f"{sparse(runs, gpt2, dataset)}: {sparse_verdict(runs, gpt2, dataset)}"))
-    rows += [(_("static scalar folds"), _("(not a paper variant)"), _("folds into W_O exactly (above)"),
+    rows += [(_("static scalar folds"), _("(algebra)"), _("folds into W_O exactly (above)"),
               _("yes (algebra)"), _("same")),
              (_("non-linearity"), _("gate breaks the W_V W_O linear map"),
               _("fold residual 0 vs > 0 (above)"), _("yes (algebra)"), _("same"))]
@@ -323,9 +351,228 @@ def paper_rows(runs: dict, cases) -> list[tuple[str, str, str, str, str]]:
 
 def paper_comparison(runs: dict, cases) -> str:
     """paper_rows as the table the lesson prints."""
-    lines = [f"{pad(_('claim'), 22)} | {pad(_('paper'), 40)} | {pad(_('paper-like build'), 31)} | "
-             f"{pad(_('reproduces?'), 24)} | {_('GPT-2-style build')}"]
+    lines = [f"{pad(_('claim'), 24)} | {pad(_('paper'), 40)} | {pad(_('paper-like build'), 31)} | "
+             f"{pad(_('reproduces?'), 44)} | {_('GPT-2-style build')}"]
     for claim, paper, ours, verdict, gpt2 in paper_rows(runs, cases):
-        lines.append(f"{pad(claim, 22)} | {pad(paper, 40)} | {pad(ours, 31)} | "
-                     f"{pad(verdict, 24)} | {gpt2}")
+        lines.append(f"{pad(claim, 24)} | {pad(paper, 40)} | {pad(ours, 31)} | "
+                     f"{pad(verdict, 44)} | {gpt2}")
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------- statistics
+def _u_counts(n1: int, n2: int) -> list[int]:
+    """How many of the C(n1 + n2, n1) orderings of two samples without ties give each value of
+    U (the number of pairs where the first sample's value is the smaller), U = 0 .. n1 n2."""
+    counts = [[[1] if i == 0 or j == 0 else None for j in range(n2 + 1)] for i in range(n1 + 1)]
+    for i in range(1, n1 + 1):
+        for j in range(1, n2 + 1):
+            # the largest value of all is either the first sample's (it beats none of the
+            # second's) or the second's (every one of the first's i values is below it: + i)
+            a, b = counts[i - 1][j], counts[i][j - 1]
+            row = [0] * (i * j + 1)
+            for u, c in enumerate(a):
+                row[u] += c
+            for u, c in enumerate(b):
+                row[u + i] += c
+            counts[i][j] = row
+    return counts[n1][n2]
+
+
+def mann_whitney(lower, higher) -> tuple[float, float]:
+    """One-sided exact Mann-Whitney U test that `lower` tends to lie below `higher`: returns
+    (U, p), U = the number of pairs (x in lower, y in higher) with x < y (ties count 1/2), p =
+    the chance of a U at least this large if both samples came from one distribution (exact,
+    from the distribution without ties). Every x below every y gives the smallest p there is,
+    1 / C(n1 + n2, n1): 0.05 for 3 against 3, 0.004 for 5 against 5."""
+    lower, higher = list(lower), list(higher)
+    u = sum(1.0 if x < y else 0.5 if x == y else 0.0 for x in lower for y in higher)
+    counts = _u_counts(len(lower), len(higher))
+    tail = sum(c for value, c in enumerate(counts) if value >= u)
+    return u, tail / sum(counts)
+
+
+def smallest_p(n1: int, n2: int) -> float:
+    """The smallest p the exact test can give with n1 against n2 seeds (every seed of one side
+    below every seed of the other): 1 / C(n1 + n2, n1)."""
+    return 1 / math.comb(n1 + n2, n1)
+
+
+def ratio_range(higher, lower) -> tuple[float, float, float]:
+    """(mean(higher) / mean(lower), and the smallest and largest ratio over all pairings of one
+    seed of each): how much lower `lower` is, with the spread the seeds allow."""
+    return (mean(higher) / mean(lower), min(higher) / max(lower), max(higher) / min(lower))
+
+
+# ------------------------------------------------------------- the many-seed experiment
+# The experiment's runs (course.lesson08_experiment) ship under the same keys as the others:
+# prefix "paper" (the course's set-up) or "sink/paper" (the strong-sink set-up), dataset "bb",
+# and an arm in place of the variant (the four variants and "wider").
+ARM_LABELS = {"none": N_("baseline"), "elementwise": N_("G1 elementwise"),
+              "headwise": N_("G1 headwise"), "static": N_("static scalar"),
+              "wider": N_("baseline, wider FFN")}
+SETUP_LABELS = {"course": N_("the course's set-up"), "sink": N_("the strong-sink set-up")}
+WINDOW = "8"  # the window of the StreamingLLM test the tables print
+# measurements derived from a run's metrics, read by values() like the stored ones
+DERIVED = {
+    "layer0_share": lambda m: m["first_token_share_per_layer"][0],
+    "bos_cost": lambda m: m["loss_bos_blocked"] - m["val_loss"],
+    "value_zeroed_cost": lambda m: m["loss_bos_value_zeroed"] - m["val_loss"],
+    "window_cost": lambda m: m["loss_window"][WINDOW] - m["val_loss"],
+    "window_bos_cost": lambda m: m["loss_window_bos"][WINDOW] - m["val_loss"],
+    "value_drain0": lambda m: mean(m["value_drain"][0]),
+}
+KEY_LABELS = {"first_token_share": N_("share on BOS"), "layer0_share": N_("layer 0 share"),
+              "bos_cost": N_("cost of blocking BOS"), "value_zeroed_cost": N_("cost of zeroing v_BOS"),
+              "window_cost": N_("window cost"), "window_bos_cost": N_("window + BOS cost"),
+              "value_drain0": N_("|v_BOS| / |v|"), "val_loss": N_("val loss"),
+              "sink_rate": N_("sink rate")}
+# (measure, arm expected lower, arm expected higher): the paper's claim, in each set-up
+PRIMARY = (("first_token_share", "elementwise", "none"), ("bos_cost", "elementwise", "none"))
+# the controls, printed with their p-values as description
+CONTROLS = (("first_token_share", "static", "none"), ("first_token_share", "elementwise", "static"),
+            ("first_token_share", "headwise", "none"), ("first_token_share", "elementwise", "wider"),
+            ("bos_cost", "static", "none"), ("bos_cost", "elementwise", "static"),
+            ("bos_cost", "headwise", "none"), ("bos_cost", "elementwise", "wider"))
+EXPERIMENT_PREFIXES = {"course": "experiment/paper", "sink": "experiment/sink/paper"}
+# the 3-seed runs of the same build and data, in the same two set-ups
+SHIPPED_PREFIXES = {"course": "paper", "sink": "sink/paper"}
+ALPHA = 0.05
+
+
+def label(name: str) -> str:
+    """The printed name of a variant (or arm) or a set-up, in the learner's language."""
+    return _({**ARM_LABELS, **SETUP_LABELS}.get(name, name))
+
+
+def derived_values(runs: dict, prefix: str, dataset: str, gate: str, key: str) -> list[float]:
+    """A DERIVED measurement of every seed that has what it needs (the functional tests ship
+    for every run of the experiment and for seed 0 of the others)."""
+    found = []
+    for m in runs_of(runs, prefix, dataset, gate):
+        try:
+            found.append(DERIVED[key](m))
+        except KeyError:
+            continue
+    return found
+
+
+def compare(runs: dict, prefix: str, key: str, lower: str, higher: str, dataset: str = "bb") -> dict | None:
+    """Is `key` lower for variant `lower` than for `higher`? The rank rule (every seed of one
+    below every seed of the other), the one-sided exact Mann-Whitney p, the ratio of the means
+    with its range over seed pairings (where both are positive); None where one has no seed."""
+    lo, hi = values(runs, prefix, dataset, lower, key), values(runs, prefix, dataset, higher, key)
+    if not lo or not hi:
+        return None
+    u, p = mann_whitney(lo, hi)
+    ratios = ratio_range(hi, lo) if min(lo) > 0 and min(hi) > 0 else None
+    return {"lower": lo, "higher": hi, "u": u, "p": p, "rule": max(lo) < min(hi),
+            "ratio": ratios, "n": (len(lo), len(hi))}
+
+
+def _comparison_line(setup: str, key: str, lower: str, higher: str, c: dict, alpha: float) -> str:
+    ratio = "" if not c["ratio"] else _("{r:.1f} ({a:.1f}-{b:.1f})").format(
+        r=c["ratio"][0], a=c["ratio"][1], b=c["ratio"][2])
+    return (f"{pad(label(setup), 22)} {pad(_(KEY_LABELS[key]), 20)} "
+            f"{pad(label(lower) + ' < ' + label(higher), 36)} "
+            f"{_spread(c['lower'], '.3f'):>21} {_spread(c['higher'], '.3f'):>21} {pad(ratio, 17, '>')} "
+            f"{pad(_('yes') if c['rule'] else _('no'), 5, '>')} {c['n'][0]:>3}/{c['n'][1]:<3} "
+            f"{_p_cells(c, alpha)}")
+
+
+def _p_cells(c: dict, alpha: float) -> str:
+    """The p column (only where the seeds could give p <= ALPHA at all) and the verdict at alpha:
+    yes, no, or 'cannot' where no result of these seeds could pass."""
+    p = f"{c['p']:>8.1e}" if smallest_p(*c["n"]) <= ALPHA else pad("-", 8, ">")
+    if smallest_p(*c["n"]) > alpha:
+        return f"{p} {pad(_('cannot'), 8, '>')}"
+    return f"{p} {pad(_('yes') if c['p'] <= alpha else _('no'), 8, '>')}"
+
+
+def comparisons(runs: dict, tests, prefixes=EXPERIMENT_PREFIXES) -> list[tuple]:
+    """(set-up, measure, lower, higher, compare(...)) for every test and set-up with seeds."""
+    found = [(s, *t, compare(runs, prefix, *t)) for s, prefix in prefixes.items() for t in tests]
+    return [f for f in found if f[-1] is not None]
+
+
+def comparison_table(runs: dict, tests, family: int, prefixes=EXPERIMENT_PREFIXES) -> str:
+    """One line per test and set-up: both sides (mean [min, max] over the seeds), the ratio of
+    the means (its range over seed pairings), the rank rule, the seeds, the exact one-sided p
+    (where the seeds could reach ALPHA at all), and whether p passes ALPHA / family (Bonferroni
+    over `family` comparisons): 'cannot' where no result of these seeds could pass."""
+    alpha = ALPHA / family
+    head = (f"{pad(_('set-up'), 22)} {pad(_('measure'), 20)} {pad(_('lower?'), 36)} "
+            f"{pad(_('first'), 21, '>')} {pad(_('second'), 21, '>')} {pad(_('second/first (range)'), 17, '>')} "
+            f"{pad(_('rule'), 5, '>')} {pad(_('seeds'), 7, '^')} {pad('p', 8, '>')} "
+            f"{pad('p < ' + format(alpha, '.4f'), 8, '>')}")
+    return "\n".join([head] + [_comparison_line(*f, alpha) for f in comparisons(runs, tests, prefixes)])
+
+
+EXPERIMENT_COLUMNS = ("first_token_share", "layer0_share", "value_drain0", "sink_rate", "val_loss",
+                      "bos_cost", "value_zeroed_cost", "window_cost", "window_bos_cost")
+
+
+def experiment_table(runs: dict, setup: str, arms=tuple(ARM_LABELS), keys=EXPERIMENT_COLUMNS,
+                     prefixes=EXPERIMENT_PREFIXES) -> str:
+    """Per arm of one set-up: each measurement as mean [min, max] over the seeds that have it,
+    and the number of seeds."""
+    prefix = prefixes[setup]
+    lines = [f"{pad(_('arm'), 20)} " + " ".join(pad(_(KEY_LABELS[k]), 21, ">") for k in keys) + f" {'n':>3}"]
+    for arm in arms:
+        if n_seeds(runs, prefix, "bb", arm):
+            lines.append(f"{pad(label(arm), 20)} " + " ".join(
+                f"{_spread(values(runs, prefix, 'bb', arm, k), '.3f'):>21}" for k in keys)
+                + f" {n_seeds(runs, prefix, 'bb', arm):>3}")
+    if len(lines) == 1:
+        lines.append(_("(no run shipped yet)"))
+    return "\n".join(lines)
+
+
+# ---------------------------------------------- the functional test on the shipped set-ups
+FUNCTIONAL_KEYS = ("first_token_share", "layer0_share", "value_drain0", "bos_cost",
+                   "value_zeroed_cost", "window_cost", "window_bos_cost")
+
+
+def functional_table(runs: dict, cases, variants=VARIANTS, seed: int = 0) -> str:
+    """cases: (name, run-key prefix, dataset). Per case and variant, the functional tests of one
+    seed (losses as differences from the loss with every key, in nats)."""
+    widths = (12, 13, 13, 20, 21, 13, 17)
+    lines = [f"{pad(_('set-up'), 28)} {pad(_('variant'), 16)} " + " ".join(
+        pad(_(KEY_LABELS[k]), w, ">") for k, w in zip(FUNCTIONAL_KEYS, widths))]
+    for name, prefix, dataset in cases:
+        for gate in variants:
+            run = runs.get(f"{prefix}/{dataset}/{gate}/seed{seed}")
+            if run is None or "loss_bos_blocked" not in run:
+                continue
+            row = [DERIVED[k](run) if k in DERIVED else run[k] for k in FUNCTIONAL_KEYS]
+            lines.append(f"{pad(name, 28)} {pad(label(gate), 16)} " + " ".join(
+                f"{v:>{w}.3f}" if i < 3 else f"{v:>+{w}.3f}" for i, (v, w) in enumerate(zip(row, widths))))
+    return "\n".join(lines)
+
+
+def headline(runs: dict, arms=("none", "static", "elementwise"), prefixes=SHIPPED_PREFIXES) -> str:
+    """The lesson's answer in a few lines: per set-up and measure (the share on BOS, the cost of
+    blocking BOS), each arm's mean [min, max] over the seeds and their number, then G1
+    elementwise against the baseline: the ratio of the means (range over seed pairings), the
+    rank rule and the exact one-sided p."""
+    lines = []
+    for setup, prefix in prefixes.items():
+        for key in ("first_token_share", "bos_cost"):
+            lines.append(_("{setup}: {measure}").format(setup=label(setup), measure=_(KEY_LABELS[key])))
+            for arm in arms:
+                found = values(runs, prefix, "bb", arm, key)
+                lines.append(f"    {pad(label(arm), 16)} {_spread(found, '.3f'):>22}  n = {len(found)}")
+            c = compare(runs, prefix, key, "elementwise", "none")
+            if c is None:
+                continue
+            ratio = "" if not c["ratio"] else _("{r:.1f}x lower ({a:.1f}-{b:.1f}x), ").format(
+                r=c["ratio"][0], a=c["ratio"][1], b=c["ratio"][2])
+            rule = _("yes") if c["rule"] else _("no")
+            if smallest_p(*c["n"]) > ALPHA:
+                lines.append("    " + _("G1 elementwise against the baseline: {ratio}every seed below "
+                                        "every seed: {rule}; with {n1} against {n2} seeds no result "
+                                        "can reach p < {alpha}").format(
+                    ratio=ratio, rule=rule, n1=c["n"][0], n2=c["n"][1], alpha=ALPHA))
+                continue
+            lines.append("    " + _("G1 elementwise against the baseline: {ratio}every seed below "
+                                    "every seed: {rule}, p = {p:.2g}").format(ratio=ratio, rule=rule, p=c["p"]))
     return "\n".join(lines)

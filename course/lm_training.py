@@ -5,6 +5,9 @@ Two datasets, both with a BOS token at position 0:
   'a'-'z' and ' ' follow a bigram chain (data/lesson08/bigram_table.json); right after one of the
   TRIGGERS the next character is a copy of the one before the trigger. Only there does
   attention have a job; everywhere else the bigram row of the current character says it all.
+  (Guo et al.'s own code, GuoTianYu2000/Active-Dormant-Attention, BBM/data.py, draws Shakespeare's
+  characters; its triggers are the k = 3 or 5 most frequent characters, its first character is
+  drawn from the character frequencies without the triggers, its sequences are 256 long.)
 - "text": characters of Python standard-library docstrings (data/lesson08/docstrings.txt),
   the first 90 % for training, the last 10 % for validation.
 
@@ -29,6 +32,7 @@ import torch.nn.functional as F
 from course import ROOT
 from course.columns import pad
 from course.i18n import _
+from course.lesson08_functional import functional, sink_rate, value_drain
 
 DATA = ROOT / "data" / "lesson08"
 VARIANTS = ("none", "elementwise", "headwise", "static")
@@ -98,8 +102,9 @@ class BigramBackcopy:
         drawn at their bigram frequency (about 5 % of the characters); the vocabulary is BOS and
         the 27 characters.
     trigger="token": a dedicated trigger token TRIGGER_TOKEN, emitted with probability
-        `trigger_rate` after any other character (as in Guo et al. 2024 and the prototype the
-        lesson bisects against); the vocabulary gains that token.
+        `trigger_rate` after any other character (the choice of the prototype the lesson's sink
+        search started from; Guo et al.'s triggers are ordinary frequent characters); the
+        vocabulary gains that token.
     first="space": the first character follows a space (a word start) and is never a trigger;
         first="uniform": it is uniform over the 26 letters.
     smoothed=True: the shipped table (add-one smoothing, every transition possible); False: the
@@ -241,8 +246,15 @@ def _training_batches(dataset, recipe: dict, steps: int, generator: torch.Genera
     size = recipe["batch_size"]
     if not recipe.get("pool"):  # one vectorised draw is much cheaper than one per step
         return dataset.sample(steps * size, generator).view(steps, size, -1)
-    pool = dataset.sample(recipe["pool"], torch.Generator().manual_seed(POOL_SEED))
+    pool = training_pool(dataset, recipe["pool"])
     return pool[torch.randint(len(pool), (steps, size), generator=generator)]
+
+
+@functools.lru_cache(maxsize=2)
+def training_pool(dataset, n: int) -> torch.Tensor:
+    """The fixed training pool of n sequences (POOL_SEED), drawn once per process: the same
+    tensor every time (drawing 40,000 sequences costs seconds)."""
+    return dataset.sample(n, torch.Generator().manual_seed(POOL_SEED))
 
 
 def train(dataset, gate: str, seed: int, steps: int = STEPS, threads: int = 2,
@@ -310,6 +322,9 @@ def measure(model, dataset, tokens: torch.Tensor | None = None) -> dict:
     massive_activations_per_layer: per block output, as Sun et al. 2024 measure massive
         activations (see massive_activations).
     val_loss; copy_accuracy (Bigram-Backcopy only): argmax prediction right at back-copies.
+    The functional tests of the sink (course.lesson08_functional): loss_bos_blocked,
+    loss_bos_value_zeroed, loss_window and loss_window_bos ({window: loss}); value_drain
+    [layer][head]; sink_rate.
     """
     tokens = validation_tokens(dataset) if tokens is None else tokens
     logits, record = model(tokens, details=True)
@@ -322,6 +337,9 @@ def measure(model, dataset, tokens: torch.Tensor | None = None) -> dict:
         "max_activation_per_layer": [h.abs().max().item() for h in record["hidden"]],
     }
     result["max_activation"] = max(result["max_activation_per_layer"])
+    result.update({k: v for k, v in functional(model, tokens).items() if k != "loss_full"})
+    result["value_drain"] = value_drain(model, tokens, record)
+    result["sink_rate"] = sink_rate(result["first_token_share_per_head"])
     result["massive_activations_per_layer"] = [massive_activations(h) for h in record["hidden"]]
     scores = [g for g in record["gate_scores"] if g is not None]
     if scores:
@@ -503,8 +521,8 @@ def train_ablations(names=tuple(ABLATIONS), gates=ABLATION_GATES, seed: int = 0,
 
 
 # ------------------------------------------------------- what makes the attention sink strong
-# The seven places where the prototype of issue 23 (shared/reference/sink_prototype.py, in which
-# a strong sink forms) differs from the course's model and Bigram-Backcopy data. Each: the
+# The seven places where an independent prototype (2 layers, the same recipe, written outside
+# the course; a strong sink forms in it) differs from the course's model and Bigram-Backcopy data. Each: the
 # options that give the course's code the prototype's choice. The search turns them on in
 # groups (bisection) on the paper-like build, baselines first.
 SINK_FACTORS = {

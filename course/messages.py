@@ -46,6 +46,7 @@ PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 PENDING: tuple[str, ...] = ()
 LESSON_HINTS = "course/checks/lesson*.py"  # the location of the checks' plain-string hints
 STUB_TEXTS = "exercises/*.py"  # the location of what the stubs say (course/stub_text.py)
+CASE_NAME = "case name"  # the context of a case's name in the catalog (course/checks/lines.py)
 
 
 def source_files(root: Path = ROOT) -> list[Path]:
@@ -75,6 +76,9 @@ def extract(root: Path = ROOT, pending: bool = False):
         template.add(text, None, [(STUB_TEXTS, None)],
                      auto_comments=["what an exercise stub says: a docstring, comment or hint "
                                     "(course/stub_text.py); keep code names, shapes and formulas"])
+    for name in lesson_hints(root, "case_names"):
+        template.add(name, None, [(LESSON_HINTS, None)], context=CASE_NAME,
+                     auto_comments=["the name of a check's case (course.checks.lines.case_name)"])
     if not pending:
         return template
     waiting = Catalog(project="attention-course", domain="course", fuzzy=False)
@@ -116,34 +120,36 @@ def in_f_strings(source: str) -> list[str]:
     return found
 
 
-def lesson_hints(root: Path = ROOT) -> list[str]:
-    """The hints the checks' lesson modules write as plain strings, of the code under `root`
-    (read here when its course/checks/ is this one's, else in a fresh process)."""
+def lesson_hints(root: Path = ROOT, what: str = "learner_texts") -> list[str]:
+    """The hints the checks' lesson modules write as plain strings (with what="case_names": the
+    names of their cases), of the code under `root` (read here when its course/checks/ is this
+    one's, else in a fresh process)."""
     def files(base: Path) -> dict[str, bytes]:
         return {p.name: p.read_bytes() for p in sorted((base / "course" / "checks").glob("*.py"))}
 
     mine = files(root)
     if root.resolve() == ROOT.resolve() or mine == files(ROOT):
-        from course.checks.registry import learner_texts
+        from course.checks import registry
 
-        return learner_texts()
-    key = (str(root.resolve()), hash(tuple(mine.items())))
+        return getattr(registry, what)()
+    key = (str(root.resolve()), hash(tuple(mine.items())), what)
     if key not in _HINTS_OF:
-        _HINTS_OF[key] = _lesson_hints_elsewhere(root)
+        _HINTS_OF[key] = _lesson_hints_elsewhere(root, what)
     return _HINTS_OF[key]
 
 
 _HINTS_OF: dict[tuple, list[str]] = {}  # a scratch copy's hints, while its checks are unchanged
 
 
-def _lesson_hints_elsewhere(root: Path) -> list[str]:
-    """learner_texts() of another copy of the code, in a fresh process (its own imports)."""
+def _lesson_hints_elsewhere(root: Path, what: str = "learner_texts") -> list[str]:
+    """learner_texts() (or another function of the registry) of another copy of the code, in a
+    fresh process (its own imports)."""
     import json
     import os
     import subprocess
 
-    code = "import json; from course.checks.registry import learner_texts; " \
-           "print(json.dumps(learner_texts()))"
+    code = "import json; from course.checks import registry; " \
+           f"print(json.dumps(getattr(registry, {what!r}, lambda: [])()))"
     done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(root), "COURSE_LANG": "en"},
                           timeout=300, check=True)

@@ -2,6 +2,7 @@
 
     python -m course.progress                       # or: make check
     python -m course.progress --only 01.scaled_scores   # make check ONLY=01.scaled_scores
+    make check ONLY=01               # a lesson; ONLY=stable_softmax: an exercise
     python -m course.progress --hidden              # make check HIDDEN=1
 
 Each exercise gets PASS, FAIL, BLOCKED (it fails because an exercise it calls fails: the row
@@ -78,11 +79,11 @@ def _blocked_reason(failure: Blocked) -> str:
 
 
 def progress(package: str = "exercises", only: list[str] | None = None) -> list[Row]:
-    """One row per check (or per chosen check), in lesson order."""
+    """One row per check (or per chosen check: see `choose`), in lesson order."""
     session = Session(RecordedReference())
     # stable sort: within a lesson, the order the lesson's module defines its checks in
     checks = sorted(all_checks().values(), key=lambda c: c.lesson)
-    chosen = {canonical(c) for c in only} if only else None
+    chosen = set(choose(only)[0]) if only else None
     rows = []
     for check in checks:
         if chosen is None or check.id in chosen:
@@ -90,12 +91,63 @@ def progress(package: str = "exercises", only: list[str] | None = None) -> list[
     return rows
 
 
+def choose(words: list[str]) -> tuple[list[str], list[str]]:
+    """(the check ids that `words` name, the words that name none). A word is a check id or an
+    alias ("01.stable_softmax"), a lesson ("01", "1", "01."), an exercise's name
+    ("stable_softmax", "MultiHeadAttention", "softmax:stable_softmax"), a file of exercises/
+    ("softmax", "mha.py") or what follows the dot of an id; case does not matter."""
+    checks = all_checks().values()
+    found: dict[str, None] = {}
+    unknown = []
+    for word in words:
+        key = canonical(word.strip())
+        lesson = key.rstrip(".")
+        lesson = lesson.zfill(2) if lesson.isdigit() else None
+        matches = [c.id for c in checks if key.lower() in _names(c) or c.lesson == lesson]
+        if matches:
+            found.update(dict.fromkeys(matches))
+        else:
+            unknown.append(word)
+    return list(found), unknown
+
+
+def _names(check: Check) -> set[str]:
+    """Every spelling that names `check` (lower case)."""
+    return {n.lower() for n in (check.id, check.id.split(".", 1)[1], check.attribute,
+                                check.target, check.module, f"{check.module}.py")}
+
+
+def suggestions(word: str, n: int = 5) -> list[str]:
+    """Check ids whose spellings come close to `word`."""
+    import difflib
+
+    spellings = {name: check.id for check in all_checks().values() for name in _names(check)}
+    close = difflib.get_close_matches(word.lower(), list(spellings), n=n * 3, cutoff=0.5)
+    inside = [name for name in spellings if len(word) >= 3 and word.lower() in name]
+    return list(dict.fromkeys(spellings[name] for name in inside + close))[:n]
+
+
+def unknown_words(words: list[str]) -> str:
+    """What to say about words of ONLY= that name no check: the closest ids, and what it takes."""
+    out = []
+    for word in words:
+        close = suggestions(word)
+        out.append(_("no check matches '{word}'; did you mean {ids}?").format(
+            word=word, ids=", ".join(close)) if close else
+            _("no check matches '{word}'").format(word=word))
+    out.append(_("ONLY= takes a check id (01.stable_softmax), a lesson (01) or an exercise "
+                 "(stable_softmax), several separated by commas; `make check` lists every id."))
+    return "\n".join(wrap(line) for line in out)
+
+
 def table(rows: list[Row], full: bool = False) -> str:
     """The one-line-per-exercise table, then the whole message of each failing exercise."""
     width = max(len(r.check) for r in rows) if rows else 10
     hidden = any(r.hidden is not None for r in rows)
-    out = [f"{'status':<8} {'check':<{width}}  " + _("exercise (in exercises/), or what blocks it")
-           + (_("  [hidden]") if hidden else ""),
+    status, check = _("status"), _("check")
+    width = max(width, display_width(check))
+    out = [_pad(status, 8) + " " + _pad(check, width) + "  "
+           + _("exercise (in exercises/), or what blocks it") + (_("  [hidden]") if hidden else ""),
            f"{'-' * 7:<8} {'-' * width}  {'-' * 43}"]
     for r in rows:
         note = r.reason if r.status == lines.BLOCKED else r.exercise
@@ -118,6 +170,11 @@ def table(rows: list[Row], full: bool = False) -> str:
               "do.").format(passed=counts[lines.PASS], total=len(rows), failed=counts[lines.FAIL],
                             blocked=counts[lines.BLOCKED], todo=counts[lines.TODO])]
     return "\n".join(out)
+
+
+def _pad(text: str, columns: int) -> str:
+    """`text` padded with spaces to `columns` display columns (a Chinese character takes two)."""
+    return text + " " * max(columns - display_width(text), 0)
 
 
 def wrap(message: str, width: int = WIDTH) -> str:
@@ -176,16 +233,21 @@ def add_hidden(rows: list[Row]) -> None:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="a table of every exercise: PASS, FAIL, "
                                                  "BLOCKED or TODO")
-    parser.add_argument("--only", nargs="*", default=None, help="check ids (whole messages)")
+    parser.add_argument("--only", nargs="*", default=None,
+                        help="check ids, lessons (01) or exercises (stable_softmax): their whole "
+                             "messages")
     parser.add_argument("--hidden", action="store_true",
                         help="also run the hidden-input kinds of cases (public seed)")
     args = parser.parse_args(argv)
     importlib.invalidate_caches()
     only = [i for value in args.only or [] for i in value.replace(",", " ").split()] or None
+    unknown = choose(only)[1] if only else []
     rows = progress(only=only)
     if only and not rows:
-        print(_("no check with the id {ids}").format(ids=", ".join(only)))
+        print(unknown_words(unknown))
         return 0
+    if unknown:
+        print(unknown_words(unknown) + "\n")
     if args.hidden:
         add_hidden(rows)
     print(table(rows, full=bool(only)))

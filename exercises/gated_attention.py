@@ -59,7 +59,7 @@ class GatedCausalSelfAttention(nn.Module):
         q, k, v = (t.transpose(-3, -2) for t in (q, k, v))  # (*, n_heads, L, head_dim)
         if self.rope:
             q, k = apply_rope(q), apply_rope(k)
-        weights = attention_weights(q, k, mask=causal_mask(x.shape[-2]))
+        weights = attention_weights(q, k, mask=causal_mask(x.shape[-2]).to(x.device))
         return (weights @ v).transpose(-3, -2), weights
 
     def gate_scores(self, x: torch.Tensor) -> torch.Tensor:

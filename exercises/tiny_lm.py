@@ -87,12 +87,16 @@ class RMSNorm(nn.Module):
         return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
 
 
-def causal_softmax(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """q, k: (*, n_heads, L, head_dim) -> attention weights (*, n_heads, L, L), future masked."""
+def causal_softmax(q: torch.Tensor, k: torch.Tensor, allowed: torch.Tensor | None = None) -> torch.Tensor:
+    """q, k: (*, n_heads, L, head_dim) -> attention weights (*, n_heads, L, L), future masked.
+    allowed: optional bool (L, L), True where query i may also see key j (the lesson's tests of
+    the sink forbid BOS, or keep only a window of recent keys); every row must keep one key."""
     L = q.shape[-2]
     scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5
-    future = torch.ones(L, L, dtype=torch.bool, device=q.device).triu(1)
-    return scores.masked_fill(future, float("-inf")).softmax(dim=-1)
+    hidden = torch.ones(L, L, dtype=torch.bool, device=q.device).triu(1)
+    if allowed is not None:
+        hidden = hidden | ~allowed
+    return scores.masked_fill(hidden, float("-inf")).softmax(dim=-1)
 
 
 class _Gate(nn.Module):
@@ -134,15 +138,16 @@ class PaperSelfAttention(_Gate):
         self.linear_o = nn.Linear(d_model, d_model, bias=bias)
         self._make_gate(d_model, n_heads, self.head_dim, gate, gate_bias)
 
-    def forward(self, x: torch.Tensor):
-        """x: (B, L, d_model), already normalised. Returns (output, weights, gate scores or None);
-        weights: (B, n_heads, L, L), row i = how query i spreads its attention over keys j <= i."""
+    def forward(self, x: torch.Tensor, allowed: torch.Tensor | None = None):
+        """x: (B, L, d_model), already normalised; allowed: see causal_softmax. Returns (output,
+        weights, gate scores or None); weights: (B, n_heads, L, L), row i = how query i spreads
+        its attention over keys j <= i."""
         def heads(t):  # (B, L, d_model) -> (B, n_heads, L, head_dim): channel block h is head h
             return t.unflatten(-1, (self.n_heads, self.head_dim)).transpose(-3, -2)
         q, k, v = heads(self.linear_q(x)), heads(self.linear_k(x)), heads(self.linear_v(x))
         if self.rope:
             q, k = apply_rope(q), apply_rope(k)
-        weights = causal_softmax(q, k)
+        weights = causal_softmax(q, k, allowed)
         y = (weights @ v).transpose(-3, -2)  # (B, L, n_heads, head_dim): SDPA output per head
         y, scores = self._gated(x, y)
         return self.linear_o(y.flatten(-2)), weights, scores
@@ -160,13 +165,13 @@ class CausalSelfAttention(_Gate):
         self.out = nn.Linear(d_model, d_model, bias=False)  # W_O
         self._make_gate(d_model, n_heads, self.head_dim, gate, gate_bias)
 
-    def forward(self, x: torch.Tensor):
+    def forward(self, x: torch.Tensor, allowed: torch.Tensor | None = None):
         """As PaperSelfAttention.forward."""
         q, k, v = self.qkv(x).unflatten(-1, (3, self.n_heads, self.head_dim)).unbind(-3)
         q, k, v = (t.transpose(-3, -2) for t in (q, k, v))  # each (B, n_heads, L, head_dim)
         if self.rope:
             q, k = apply_rope(q), apply_rope(k)
-        weights = causal_softmax(q, k)
+        weights = causal_softmax(q, k, allowed)
         y = (weights @ v).transpose(-3, -2)
         y, scores = self._gated(x, y)
         return self.out(y.flatten(-2)), weights, scores
@@ -189,8 +194,8 @@ class Block(nn.Module):
         self.ffn = nn.Sequential(nn.Linear(d_model, d_ff, bias=biases), nn.GELU(),
                                  nn.Linear(d_ff, d_model, bias=biases))
 
-    def forward(self, h: torch.Tensor):
-        attended, weights, gate_scores = self.attn(self.norm_attn(h))
+    def forward(self, h: torch.Tensor, allowed: torch.Tensor | None = None):
+        attended, weights, gate_scores = self.attn(self.norm_attn(h), allowed)
         h = h + attended
         h = h + self.ffn(self.norm_ffn(h))
         return h, weights, gate_scores
@@ -256,14 +261,17 @@ class TinyLM(nn.Module):
             h = h + self.position_embedding(torch.arange(tokens.shape[-1], device=tokens.device))
         return h
 
-    def forward(self, tokens: torch.Tensor, details: bool = False):
+    def forward(self, tokens: torch.Tensor, details: bool = False,
+                allowed: torch.Tensor | None = None):
         """tokens: (B, L) integer ids, BOS at position 0. Returns logits (B, L, vocab_size):
         row i predicts token i+1. With details=True also a dict of per-layer lists:
-        'weights' (B, n_heads, L, L), 'gate_scores' (B, L, n_heads, w) or None, 'hidden' (B, L, d)."""
+        'weights' (B, n_heads, L, L), 'gate_scores' (B, L, n_heads, w) or None, 'hidden' (B, L, d).
+        allowed: optional bool (L, L) of the keys each query may see in every layer, on top of
+        causality (None: all earlier keys), as in causal_softmax."""
         h = self.embed(tokens)
         record = {"weights": [], "gate_scores": [], "hidden": []}
         for block in self.blocks:
-            h, weights, gate_scores = block(h)
+            h, weights, gate_scores = block(h, allowed)
             record["weights"].append(weights)
             record["gate_scores"].append(gate_scores)
             record["hidden"].append(h)

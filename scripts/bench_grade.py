@@ -1,5 +1,5 @@
 """Benchmark `make grade`: a class of correct submissions, all lessons, timed; or, with --attacks,
-issue 21's attackers next to an honest student.
+attackers (a judge bomb, keepalives, spinning threads) next to an honest student.
 
     python scripts/bench_grade.py [--students 300] [--jobs 2] [--lessons 00-08] [--full]
         [--shards 3] [--grader DIR]
@@ -31,7 +31,7 @@ the ratio to the honest one's, the status and points: a judge bomb should cost n
 twice the honest student, a keepalive stop at its cell's time limit. Figures only: the hostile
 tests (tests/test_grading_hostile.py) assert the gradebook.
 
-`--attacks --neighbours` (issue 29) asks instead what three attackers cost their classmates in a
+`--attacks --neighbours` asks instead what three attackers cost their classmates in a
 JOBS=2 class: a process storm (up to 400 forks in its check cell, each spinning at once), a
 /dev/shm flood (1 GiB written there at import, kept while its sandbox lives) and a sparse 300 MB
 exercises/__init__.py. It grades four honest students beside the three attackers (the storm
@@ -232,7 +232,7 @@ def attackers(args, base: Path) -> int:
     return 0
 
 
-# issue 29: what a storm, a /dev/shm flood and a sparse file cost the classmates (JOBS=2)
+# what a storm, a /dev/shm flood and a sparse file cost the classmates (JOBS=2)
 SHM_FLOOD = '''
 import os as _os
 def _flood(files=32, mib=32):  # 1 GiB in files under the file-size limit, kept while it lives
@@ -401,7 +401,7 @@ def main(argv=None) -> int:
     parser.add_argument("--full", action="store_true", help="FULL=1: every cell, strict nbval")
     parser.add_argument("--shards", type=int, default=0, help="also grade as N shards + merge")
     parser.add_argument("--grader", type=Path, default=ROOT, help="the course checkout to time")
-    parser.add_argument("--attacks", action="store_true", help="issue 21's attackers instead")
+    parser.add_argument("--attacks", action="store_true", help="time the attackers (judge bomb, keepalives, spinners) instead")
     parser.add_argument("--cell-timeout", type=float, default=10, help="with --attacks")
     parser.add_argument("--neighbours", action="store_true", help="with --attacks: what a storm, "
                         "a /dev/shm flood and a sparse file cost the others of a JOBS=2 class")

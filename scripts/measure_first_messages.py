@@ -12,8 +12,7 @@ every check in lesson order, as `make check` and the check cells do, and reports
 - crash: whether a check crashed instead of failing (anything but CheckFailed escaped it).
 
 `--root` names the course tree to measure (default: this one), so the same bugs measure an older
-checkout: `git worktree add /tmp/before <commit>` then `--root /tmp/before`. The figures of the
-closing note of issue 20 come from this script.
+checkout: `git worktree add /tmp/before <commit>` then `--root /tmp/before`.
 """
 from __future__ import annotations
 
@@ -36,6 +35,16 @@ class Bug:
     replace: str
     concept: str   # regex: what a message that points at the bug names
     why: str
+    kind: str = ""  # the class of bug, for a count per class
+
+
+def bugs_from(path: Path) -> list[Bug]:
+    """Bugs kept outside the repository (so that nobody tunes the checks to them): a Python file
+    whose BUGS holds (class, home, file, find, replace, concept, why) tuples."""
+    namespace: dict = {}
+    exec(compile(Path(path).read_text(), str(path), "exec"), namespace)
+    return [Bug(home, file, find, replace, concept, why, kind)
+            for kind, home, file, find, replace, concept, why in namespace["BUGS"]]
 
 
 SCORE = "return q @ k.transpose(-2, -1) / math.sqrt(c)"
@@ -321,13 +330,17 @@ def main(argv=None) -> int:
     parser.add_argument("--show", action="store_true", help="print every first message")
     parser.add_argument("--held-out", action="store_true",
                         help="the bugs written after the hints (never tuned against)")
+    parser.add_argument("--bugs", type=Path, default=None,
+                        help="a file of bugs kept outside the repository (see bugs_from)")
     args = parser.parse_args(argv)
     course = args.root.resolve()
     sys.path.insert(0, str(course))
     importlib.invalidate_caches()
     start = time.perf_counter()
-    bugs = [b for b in (HELD_OUT if args.held_out else BUGS) if args.only in b.why]
+    chosen = bugs_from(args.bugs) if args.bugs else HELD_OUT if args.held_out else BUGS
+    bugs = [b for b in chosen if args.only in b.why]
     tally = {"points": 0, "one_fail": 0, "crash": 0}
+    kinds: dict[str, list[int]] = {}  # class -> [bugs, caught, named, caught in its own check]
     with tempfile.TemporaryDirectory() as tmp:
         sys.path.insert(0, tmp)
         for index, bug in enumerate(bugs):
@@ -336,13 +349,22 @@ def main(argv=None) -> int:
             tally["points"] += result["points"]
             tally["one_fail"] += len(result["fails"]) == 1
             tally["crash"] += bool(result["crashed"])
-            mark = "points" if result["points"] else "MISSES"
+            row = kinds.setdefault(bug.kind or "-", [0, 0, 0, 0])
+            row[0] += 1
+            row[1] += result["first"] is not None
+            row[2] += bool(result["points"])
+            row[3] += bool(result["first"]) and result["first"][0] == bug.home
+            mark = "points" if result["points"] else "MISSES" if result["first"] else "PASSES"
             where = result["first"][0] if result["first"] else "no failure"
             print(f"{mark:7s} fails={len(result['fails']):2d} first={where:24s} {bug.home}: {bug.why}")
             if args.show and result["first"]:
                 print("    " + result["first"][1].replace("\n", "\n    "))
             for crash in result["crashed"]:
                 print(f"    CRASH {crash}")
+    if len(kinds) > 1 or "-" not in kinds:
+        print(f"\n{'class':12s} {'bugs':>5s} {'caught':>7s} {'named':>6s} {'own check first':>16s}")
+        for kind, (n, caught, named, own) in kinds.items():
+            print(f"{kind:12s} {n:5d} {caught:7d} {named:6d} {own:16d}")
     print(f"\n{course}: {len(bugs)} bugs; the first message points at the bug for "
           f"{tally['points']}; exactly one FAIL for {tally['one_fail']}; a check crashed for "
           f"{tally['crash']} ({time.perf_counter() - start:.0f} s)")

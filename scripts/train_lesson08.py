@@ -8,10 +8,15 @@
     .venv/bin/python scripts/train_lesson08.py --sink "trigger token,normal init" - --seeds 0 --threads 1
                                    # the sink search: each argument a comma-separated set of
                                    # lm.SINK_FACTORS ("-": the course's set-up), baselines unless --variants
+    nice -n 19 .venv/bin/python scripts/train_lesson08.py --experiment --threads 1   # the many-seed
+                                   # experiment (course/lesson08_experiment.py); start it twice to
+                                   # train two runs side by side; it resumes where it stopped
+    .venv/bin/python scripts/train_lesson08.py --experiment --collect   # ship its finished runs
 
 Writes data/lesson08/checkpoints_<arch>_<dataset>.pt (float16 state dicts),
 metrics_<arch>_<dataset>.json, with --ablations metrics_ablations.json, with --sink
-metrics_sink_search.json (metrics only).
+metrics_sink_search.json (metrics only), with --experiment build/lesson08_experiment/ (one file
+per run; --collect merges them into metrics_experiment.json and checkpoints_experiment.pt).
 """
 from __future__ import annotations
 
@@ -27,8 +32,9 @@ sys.path.insert(0, str(ROOT))
 from course import lm_training as lm  # noqa: E402
 
 
-def remeasure(archs, datasets, folder, setup="course"):
-    """Recompute the metrics of every run that has a checkpoint (the others keep theirs)."""
+def remeasure(archs, datasets, folder, setup="course", only_missing=False):
+    """Recompute the metrics of every run that has a checkpoint (the others keep theirs); with
+    only_missing, add only the measurements a run lacks (the stored ones stay to the last bit)."""
     import torch
     for arch in archs:
         for name in datasets:
@@ -39,9 +45,21 @@ def remeasure(archs, datasets, folder, setup="course"):
                 fresh = lm.measure(lm.load_model(entry["config"], entry["state"]), dataset)
                 for kept in ("train_seconds", "steps"):
                     fresh[kept] = old["runs"][key][kept]
-                old["runs"][key] = fresh
+                old["runs"][key] = {**fresh, **old["runs"][key]} if only_missing else fresh
             lm.metrics_path(arch, name, folder, setup).write_text(json.dumps(old, indent=1) + "\n")
             print(f"remeasured {len(stored)} runs of {arch}/{name}")
+
+
+def experiment(args) -> int:
+    """Train (or with --collect, ship) the runs of course/lesson08_experiment.py."""
+    from course import lesson08_experiment as ex
+    if args.collect:
+        print(f"shipped {ex.collect()} runs of the experiment to {ex.METRICS.relative_to(ROOT)}")
+        return 0
+    start = time.perf_counter()
+    trained = ex.work(threads=args.threads)
+    print(f"trained {trained} runs of the experiment in {time.perf_counter() - start:.0f} s")
+    return 0
 
 
 def main(argv=None) -> int:
@@ -57,12 +75,20 @@ def main(argv=None) -> int:
     parser.add_argument("--setup", default="course", choices=list(lm.SETUPS),
                         help="the course's model and data, or the set-up with a strong sink")
     parser.add_argument("--remeasure", action="store_true")
+    parser.add_argument("--only-missing", action="store_true",
+                        help="with --remeasure: add the measurements a run lacks, keep the rest")
     parser.add_argument("--ablations", nargs="*", choices=list(lm.ABLATIONS), default=None,
                         help="train the one-seed ablations (all when none named) instead")
     parser.add_argument("--sink", nargs="+", default=None, metavar="FACTORS",
                         help="sink-search runs: comma-separated factor sets, '-' for none")
     parser.add_argument("--sink-arch", default="paper", choices=lm.ARCHS)
+    parser.add_argument("--experiment", action="store_true",
+                        help="the many-seed experiment, every arm and set-up (resumes)")
+    parser.add_argument("--collect", action="store_true",
+                        help="with --experiment: merge the finished runs into data/")
     args = parser.parse_args(argv)
+    if args.experiment:
+        return experiment(args)
     if args.variants is None:
         args.variants = ["none"] if args.sink is not None else list(lm.VARIANTS)
     if args.sink is not None:
@@ -77,7 +103,7 @@ def main(argv=None) -> int:
         print(f"trained the sink-search runs in {time.perf_counter() - start:.0f} s")
         return 0
     if args.remeasure:
-        remeasure(args.archs, args.datasets, args.out, args.setup)
+        remeasure(args.archs, args.datasets, args.out, args.setup, args.only_missing)
         return 0
     start = time.perf_counter()
     if args.ablations is not None:

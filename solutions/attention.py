@@ -20,7 +20,7 @@ def padding_mask(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
     mask broadcasts against scores of shape (B, q, k).
     """
     # BEGIN SOLUTION lesson 02
-    positions = torch.arange(max_len)
+    positions = torch.arange(max_len, device=lengths.device)
     return (positions < lengths[:, None])[:, None, :]
     # END SOLUTION
 

@@ -26,6 +26,11 @@ CUT = "no gradient reaches"
 WRONG_GRADIENT = "the output is right but the gradient"
 
 
+# classes of bug with mutants across exercises, each caught by a derived case or a hint of its
+# own (course/checks/kinds.py, course/checks/hints.py): at least 3 mutants each
+KINDS = ("dtype", "device", "no_grad", "gradients", "sizes", "large scores", ".T", "evidence")
+
+
 @dataclass(frozen=True)
 class Mutant:
     check: str       # check id, e.g. "01.stable_softmax"
@@ -35,6 +40,7 @@ class Mutant:
     hint: str        # fragment the failure message must contain
     why: str         # the realistic mistake this stands for
     exact: tuple[str, ...] = ()  # whole lines (stripped) the failure message must contain
+    kind: str = ""   # the class of bug (KINDS), for the classes every exercise is tested for
 
     @property
     def id(self) -> str:

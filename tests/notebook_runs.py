@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -14,17 +15,32 @@ from course import ROOT
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 SANITIZE = "notebooks/nbval_sanitize.cfg"
+# the pytest plugins an nbval run needs none of (each costs start-up time in every run)
+UNUSED_PLUGINS = ("xdist", "xdist.looponfail", "timeout", "cacheprovider", "randomly")
 
 
-def run_nbval(workspace: Path, notebook: str, timeout: int = 600) -> tuple[subprocess.CompletedProcess, float]:
-    """Strict nbval (stored outputs compared) on one notebook of `workspace`; (result, seconds)."""
-    env = {**os.environ, "PYTHONPATH": str(workspace)}
-    start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "pytest", "--nbval", f"notebooks/{notebook}",
-         "--nbval-sanitize-with", SANITIZE, "--nbval-cell-timeout=300",
-         "-p", "no:cacheprovider", "-q", "--rootdir", str(workspace), "-c", "/dev/null"],
-        cwd=workspace, env=env, capture_output=True, text=True, timeout=timeout)
+def run_nbval(workspace: Path, notebook: str, timeout: int = 600,
+              record: Path | None = None) -> tuple[subprocess.CompletedProcess, float]:
+    """Strict nbval (stored outputs compared) on one notebook of `workspace`; (result, seconds).
+
+    The kernel gets its own empty IPython folder (no one's startup files run in it). With
+    `record`, the kernel loads tests/catalog_recorder.py, which writes there every message the
+    run renders with its Chinese rendering (the outputs stay the English ones)."""
+    with tempfile.TemporaryDirectory(prefix="nbval-ipython-") as ipython:
+        env = {**os.environ, "PYTHONPATH": str(workspace), "IPYTHONDIR": ipython}
+        if record is not None:
+            profile = Path(ipython) / "profile_default"
+            profile.mkdir()
+            (profile / "ipython_kernel_config.py").write_text(
+                'c.InteractiveShellApp.extensions = ["tests.catalog_recorder"]\n')
+            env["COURSE_CATALOG_RECORD"] = str(record)
+        disabled = [arg for name in UNUSED_PLUGINS for arg in ("-p", f"no:{name}")]
+        start = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "--nbval", f"notebooks/{notebook}",
+             "--nbval-sanitize-with", SANITIZE, "--nbval-cell-timeout=300", *disabled,
+             "-q", "--rootdir", str(workspace), "-c", "/dev/null"],
+            cwd=workspace, env=env, capture_output=True, text=True, timeout=timeout)
     return done, time.perf_counter() - start
 
 

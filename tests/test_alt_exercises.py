@@ -17,7 +17,7 @@ from course.workspace import solutions_workspace
 from tests.notebook_runs import NOTEBOOKS, run_nbval
 
 ALT = ROOT / "tests" / "alt_exercises"
-LESSONS = ("00", "01", "02", "03", "04", "05", "06", "07")
+LESSONS = ("00", "01", "02", "03", "04", "05", "06", "07", "09")
 PACKAGE = "alt_exercises_under_test"
 
 
@@ -95,8 +95,9 @@ def apply_rope(x, positions=None, base=10000.0):
     L, c = x.shape[-2], x.shape[-1]
     half = c // 2
     if positions is None:
-        positions = torch.arange(L)
-    theta = positions.to(torch.float64)[:, None] * base ** (-torch.arange(half, dtype=torch.float64) * 2 / c)
+        positions = torch.arange(L, device=x.device)
+    theta = positions.to(device=x.device, dtype=torch.float64)[:, None] * base ** (
+        -torch.arange(half, dtype=torch.float64, device=x.device) * 2 / c)
     turn = torch.polar(torch.ones_like(theta), theta)  # (L, c/2) complex128
     z = torch.complex(x[..., :half].double(), x[..., half:].double()) * turn
     return torch.cat([z.real, z.imag], dim=-1).to(x.dtype)
@@ -107,9 +108,9 @@ def apply_rope(x, positions=None, base=10000.0):
     L, c = x.shape[-2], x.shape[-1]
     half = c // 2
     if positions is None:
-        positions = torch.arange(L)
-    inv_freq = base ** (-torch.arange(half, dtype=x.dtype) * 2 / c)
-    angle = positions.to(x.dtype)[:, None] * inv_freq
+        positions = torch.arange(L, device=x.device)
+    inv_freq = base ** (-torch.arange(half, dtype=x.dtype, device=x.device) * 2 / c)
+    angle = positions.to(device=x.device, dtype=x.dtype)[:, None] * inv_freq
     angle = torch.cat([angle, angle], dim=-1)
     rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
     return x * angle.cos() + rotated * angle.sin()

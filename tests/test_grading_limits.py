@@ -560,6 +560,28 @@ def test_names_are_bytes_until_shown(tmp_path):
     assert not rec.verify({**data, "total": 999.0}, rec.mac_key(12345))
 
 
+def test_a_record_the_grader_did_not_write_is_left_out_of_a_resumed_run(tmp_path, capsys):
+    """OUT's records are read back on every resumed run and regrade: one edited (999 points, or
+    naming another student's report) or damaged is left out, so that student is graded again."""
+    from course.grading import records as rec
+    from course.grading.records import CheckRecord, StudentRecord
+
+    (tmp_path / rec.SEED_FILE).write_text("12345\n")
+    for name in ("ann", "bob", "cy", "dan"):
+        rec.save_student(tmp_path, StudentRecord(name, name, "ok", 1.0, 1.0, [
+            CheckRecord("00.batched_dot", "00", 1.0, 1.0, True, "PASS")]))
+    folder = tmp_path / rec.STUDENTS_DIR
+    edited = json.loads((folder / "bob.json").read_text())
+    (folder / "bob.json").write_text(json.dumps({**edited, "total": 999.0}))
+    (folder / "cy.json").write_text((folder / "ann.json").read_text())  # a valid record, moved
+    (folder / "dan.json").write_text("{not json")
+    assert sorted(rec.load_students(tmp_path)) == ["ann"]
+    err = capsys.readouterr().err
+    assert "bob.json left out: its MAC does not verify" in err
+    assert "cy.json left out: it names another report" in err
+    assert "dan.json left out: it cannot be read (JSONDecodeError)" in err
+
+
 def test_submitted_files_are_stated_then_read_with_a_bound(tmp_path):
     """Finding 6: a sparse 300 MB exercises/__init__.py was read whole (+300 MB resident)."""
     import tracemalloc

@@ -89,9 +89,12 @@ def test_late_students_and_regrades_change_no_other_row(tmp_path):
 
 
 def _start(subs: Path, out: Path) -> subprocess.Popen:
+    """The grader started as from a script's background (`make grade ... &`, a CI job): with
+    SIGINT ignored, which it inherits; its Ctrl-C must stop it all the same."""
     return subprocess.Popen(command(subs, out, "--cell-timeout", "20"), cwd=ROOT,
                             env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
 
 
 def _when_graded(proc: subprocess.Popen, out: Path, count: int) -> None:

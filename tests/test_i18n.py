@@ -52,19 +52,19 @@ def test_no_source_is_pending():
 
 def test_a_message_of_a_pending_source_waits_and_one_also_used_elsewhere_does_not(tmp_path,
                                                                                   monkeypatch):
-    """The mechanism for a new lesson (here a lesson 09's widget) whose sources wait for their
+    """The mechanism for a new lesson (here a lesson 99's widget) whose sources wait for their
     translation."""
-    monkeypatch.setattr("course.messages.PENDING", ("course/widgets/lesson09.py",))
+    monkeypatch.setattr("course.messages.PENDING", ("course/widgets/lesson99.py",))
     root = scratch_catalog(tmp_path)
-    widget, report = root / "course" / "widgets" / "lesson09.py", root / "course" / "env_report.py"
-    widget.write_text('from course.i18n import _\n_("only in lesson 09")\n'
-                      '_("in lesson 09 and the report")\n')
-    report.write_text(report.read_text() + '\n_("in lesson 09 and the report")\n')
+    widget, report = root / "course" / "widgets" / "lesson99.py", root / "course" / "env_report.py"
+    widget.write_text('from course.i18n import _\n_("only in lesson 99")\n'
+                      '_("in lesson 99 and the report")\n')
+    report.write_text(report.read_text() + '\n_("in lesson 99 and the report")\n')
     found = problems(root)
     assert found == ["message not in the catalog yet (course/env_report.py): "
-                     "'in lesson 09 and the report': run `make messages`"], found
-    assert [m.id for m in extract(root, pending=True) if m.id] == ["only in lesson 09"]
-    assert update(root) is True and extract(root).get("only in lesson 09") is None
+                     "'in lesson 99 and the report': run `make messages`"], found
+    assert [m.id for m in extract(root, pending=True) if m.id] == ["only in lesson 99"]
+    assert update(root) is True and extract(root).get("only in lesson 99") is None
 
 
 def test_the_checks_hints_written_as_plain_strings_are_in_the_catalog():
@@ -90,11 +90,11 @@ def test_a_failing_check_speaks_chinese_and_keeps_its_id_and_words(chinese):
     with pytest.raises(CheckFailed) as failure:
         check_scaled_scores(lambda q, k: q @ k.transpose(-2, -1), quiet=True)
     lines = str(failure.value).splitlines()
-    assert lines[0] == "FAIL 01.scaled_scores, case 'seed example q=[1,0], keys [1,0], [0,1]':"
+    assert lines[0] == "FAIL 01.scaled_scores, case '种子笔记的例子 q=[1,0]，键 [1,0]、[0,1]':"
     assert "  提示: 这些分数相当于完全没有缩放：应除以 sqrt(c) = sqrt(2)，其中 c = q.shape[-1]" \
            "（通道数，不是序列长度）" in lines
-    assert "  6 个用例中有 6 个失败：'seed example q=[1,0], keys [1,0], [0,1]', '3 queries, 5 keys, " \
-           "c=4: shape (3, 5)', 'scale probe: q = k = ones(16), score 16/sqrt(16) = 4'，还有 3 个" \
+    assert "  10 个用例中有 9 个失败：'种子笔记的例子 q=[1,0]，键 [1,0]、[0,1]', '3 个查询、5 个键，" \
+           "c=4：形状 (3, 5)', '缩放探针：q = k = ones(16)，打分 16/sqrt(16) = 4'，还有 6 个" \
            in lines
     assert not any("{" in line for line in lines)
 

@@ -5,6 +5,7 @@ import time
 import pytest
 import torch
 
+from course import lesson08_experiment as experiment
 from course import lm_training as lm
 from course.widgets import lesson08 as widgets08
 from solutions.gated_attention import (GatedCausalSelfAttention, fold_static_gate,
@@ -183,3 +184,48 @@ def test_shortened_retrain_shows_the_sink_and_its_removal():
     print(f"first-token share after 500 steps: {shares}, {time.perf_counter() - start:.0f} s")
     assert shares["none"] > 0.1
     assert shares["none"] > 1.4 * shares["elementwise"]
+
+
+def test_the_dropdown_shows_its_longest_choice_whole():
+    box = widgets08.sink_explorer(_fake_runs())
+    which = box.children[0].children[0]
+    assert which.layout.width == widgets08.dropdown_width(label for label, _key in which.options)
+    assert float(which.layout.width.removesuffix("em")) >= 0.6 * max(
+        len(label) for label, _key in which.options)
+    # a Chinese character takes two columns, so the width grows with it
+    assert widgets08.dropdown_width(["强汇点设置"]) > widgets08.dropdown_width(["abcde"])
+
+
+def _curve_runs():
+    runs = {}
+    for arm, share in (("none", 0.5), ("elementwise", 0.05)):
+        for seed in range(2):
+            curve = [{"step": step, "first_token_share": share * step / 200, "val_loss": 2.5 - step / 1000,
+                      "loss_bos_blocked": 2.6 - step / 1000} for step in (0, 100, 200)]
+            runs[experiment.run_key("course", arm, seed)] = {"curve": curve}
+    return runs
+
+
+def test_training_curves_are_drawn_from_the_logged_points():
+    steps, seeds = widgets08.curves_of(_curve_runs(), "experiment/paper", "elementwise", "share")
+    assert steps == [0, 100, 200] and seeds == [[0.0, 0.025, 0.05]] * 2
+    _steps, costs = widgets08.curves_of(_curve_runs(), "experiment/paper", "none", "bos_cost")
+    assert costs[0] == pytest.approx([0.1, 0.1, 0.1])
+    assert widgets08.curves_of(_curve_runs(), "experiment/sink/paper", "none", "share") == ([], [])
+    fig = widgets08.training_curves(_curve_runs())
+    assert len(fig.axes) == len(widgets08.CURVES)  # the strong-sink set-up has no run: left out
+    lines = fig.axes[0].get_lines()  # the course's set-up, the share: 2 seeds + 1 mean per arm
+    assert len(lines) == 2 * 3 and lines[2].get_ydata().tolist() == pytest.approx([0.0, 0.25, 0.5])
+
+
+def test_shipped_runs_carry_the_functional_tests():
+    runs = lm.load_metrics()
+    for key, run in runs.items():
+        if key.endswith("seed0"):
+            for name in ("loss_bos_blocked", "loss_bos_value_zeroed", "loss_window", "loss_window_bos",
+                         "value_drain", "sink_rate"):
+                assert name in run, (key, name)
+    shipped = experiment.load()
+    for key, run in shipped.items():
+        assert run["curve"][0]["step"] == 0 and run["curve"][-1]["step"] == run["steps"]
+        assert key == experiment.run_key(run["setup"], run["arm"], run["seed"])

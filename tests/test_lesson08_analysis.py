@@ -34,9 +34,13 @@ def test_seeds_are_counted_per_prefix_dataset_and_variant():
 
 def test_verdict_is_yes_only_when_every_gated_seed_is_below_every_baseline_seed():
     yes = _runs([0.5, 0.4, 0.45], [0.10, 0.05, 0.15])
-    assert analysis.verdict_lower(yes, "paper", "bb", "first_token_share") == "yes, 4.5x lower"
+    # means 0.45 / 0.10; pairings from 0.4 / 0.15 to 0.5 / 0.05; 3 below 3: p = 1/20
+    assert analysis.verdict_lower(yes, "paper", "bb", "first_token_share") == \
+        "yes, 4.5x lower (2.7-10.0x), p = 0.05"
     overlap = _runs([0.5, 0.2, 0.45], [0.10, 0.05, 0.25])
-    assert analysis.verdict_lower(overlap, "paper", "bb", "first_token_share") == "no (within seed noise)"
+    # U = 8 of 9 pairs: 2 of the 20 orderings reach it
+    assert analysis.verdict_lower(overlap, "paper", "bb", "first_token_share") == \
+        "not shown (seeds overlap), p = 0.1"
     higher = _runs([0.1, 0.1, 0.1], [0.2, 0.3, 0.2])
     assert analysis.verdict_lower(higher, "paper", "bb", "first_token_share") == "no"
     few = _runs([0.5, 0.4], [0.1, 0.1, 0.1])
@@ -50,7 +54,7 @@ def test_loss_verdict_reports_the_difference():
     for gate, losses in (("none", [2.0, 2.1, 2.05]), ("elementwise", [1.9, 1.95, 1.8])):
         for seed, loss in enumerate(losses):
             runs[f"paper/text/{gate}/seed{seed}"] = _run(0.1, loss=loss)
-    assert analysis.verdict_lower(runs, "paper", "text", "val_loss") == "yes, -0.167"
+    assert analysis.verdict_lower(runs, "paper", "text", "val_loss") == "yes, -0.167, p = 0.05"
     assert analysis.pair(runs, "paper", "text", "val_loss", ".2f") == "2.05 -> 1.88"
 
 
@@ -70,6 +74,7 @@ def test_tables_have_one_row_per_variant_and_say_what_is_missing():
     runs = _runs([0.5, 0.4, 0.45], [0.1, 0.12, 0.1])
     lines = analysis.results_table(runs, "paper", "bb").splitlines()
     assert len(lines) == 1 + len(lm.VARIANTS)
+    assert lines[1].split("|")[0].strip() == "baseline"  # the variants' printed names
     assert lines[1].split("|")[1].strip() == "0.45 [0.40, 0.50]" and lines[1].endswith("| 3")
     assert lines[3].split("|")[1].strip() == "-"  # headwise: no seed
     runs.update({k.replace("elementwise", g): v for k, v in list(runs.items())
@@ -107,8 +112,10 @@ def test_paper_comparison_has_every_claim_for_every_case():
     runs = {**_runs([0.5, 0.4, 0.45], [0.1, 0.12, 0.1]),
             **_runs([0.2, 0.25, 0.22], [0.2, 0.1, 0.3], prefix="gpt2")}
     rows = analysis.paper_rows(runs, [("bb", "paper", "gpt2", "bb")])
-    assert len(rows) == len(analysis.PAPER_CLAIMS) + 1 + 2
-    assert rows[0][3].startswith("yes") and rows[0][4].endswith("no (within seed noise)")
+    # the claims, the input-independent gate, massive activations, sparsity, two by algebra
+    assert len(rows) == len(analysis.PAPER_CLAIMS) + 1 + 1 + 1 + 2
+    assert rows[0][3].startswith("yes") and rows[0][4].endswith("not shown (seeds overlap), p = 0.35")
+    assert rows[1][2].endswith("-") and rows[1][3] == "not measured"  # no functional tests here
     assert "| claim" not in analysis.paper_comparison(runs, [("bb", "paper", "gpt2", "bb")])
 
 
@@ -147,3 +154,79 @@ def test_massive_extremes_cover_every_layer_of_every_run():
     found = analysis.massive_extremes(runs)
     assert found == {"lowest": (20.0, "a/bb/none/seed0"), "highest": (90.0, "b/bb/none/seed0"),
                      "at_bos": 2, "layers": 4}
+
+
+def test_exact_mann_whitney_against_hand_counts():
+    # 3 against 3, all below: 1 of C(6, 3) = 20 orderings
+    assert analysis.mann_whitney([1, 2, 3], [4, 5, 6]) == (9.0, 0.05)
+    # 2 against 2: U takes 0, 1, 2, 2, 3, 4 over the 6 orderings, so P(U >= 3) = 2/6
+    assert analysis._u_counts(2, 2) == [1, 1, 2, 1, 1]
+    assert analysis.mann_whitney([1, 2], [1.5, 3]) == (3.0, 2 / 6)
+    # the wrong direction: every ordering reaches U = 0
+    assert analysis.mann_whitney([5, 6], [1, 2]) == (0.0, 1.0)
+    # a tie counts one half
+    assert analysis.mann_whitney([1, 2], [2, 3])[0] == 3.5
+    # 10 against 10, all below: 1 / C(20, 10)
+    assert abs(analysis.mann_whitney(range(10), range(10, 20))[1] - 1 / 184_756) < 1e-15
+    # 1 against 3 (4 orderings): U = 2 is reached by 2 of them
+    assert analysis.mann_whitney([2.5], [1, 3, 4]) == (2.0, 0.5)
+
+
+def test_ratio_range_spans_the_seed_pairings():
+    ratio, low, high = analysis.ratio_range([0.4, 0.6], [0.1, 0.2])
+    assert abs(ratio - 0.5 / 0.15) < 1e-12 and abs(low - 2.0) < 1e-12 and abs(high - 6.0) < 1e-12
+
+
+def _experiment_runs():
+    """Runs of the experiment's two set-ups, with the functional tests measured."""
+    runs = {}
+    spec = {"none": ([0.5, 0.4, 0.45], [0.13, 0.12, 0.2]), "elementwise": ([0.05, 0.04, 0.06], [0.01, 0.0, 0.02]),
+            "static": ([0.2, 0.3, 0.25], [0.15, 0.14, 0.2])}
+    for arm, (shares, costs) in spec.items():
+        for seed, (share, cost) in enumerate(zip(shares, costs)):
+            run = _run(share, loss=2.0, sink_rate=0.5, loss_bos_blocked=2.0 + cost,
+                       loss_bos_value_zeroed=2.0 + cost / 2, loss_window={"8": 2.0 + cost},
+                       loss_window_bos={"8": 2.0}, value_drain=[[0.5] * 4, [1.0] * 4])
+            runs[f"experiment/paper/bb/{arm}/seed{seed}"] = run
+    return runs
+
+
+def test_comparisons_give_the_rule_the_exact_p_and_the_ratio():
+    runs = _experiment_runs()
+    c = analysis.compare(runs, "experiment/paper", "bos_cost", "elementwise", "none")
+    assert c["rule"] and c["n"] == (3, 3) and abs(c["p"] - 0.05) < 1e-12
+    assert c["ratio"] is None  # a seed of zero cost: no ratio
+    c = analysis.compare(runs, "experiment/paper", "first_token_share", "elementwise", "static")
+    assert c["rule"] and abs(c["ratio"][0] - 0.25 / 0.05) < 1e-12
+    assert analysis.compare(runs, "experiment/sink/paper", "first_token_share", "elementwise", "none") is None
+    lines = analysis.comparison_table(runs, analysis.PRIMARY + analysis.CONTROLS, family=4).splitlines()
+    assert "p < 0.0125" in lines[0]
+    # set-ups and arms without seeds are left out: 2 primary comparisons and 4 controls (static
+    # against the baseline, elementwise against static, for both measures) in the course's set-up
+    assert len(lines) == 1 + 6
+    assert lines[1].rstrip().endswith("cannot")  # 3 against 3 can never pass 0.0125
+    assert "5.0e-02" in lines[1] and "  yes " in lines[1]
+    line = analysis.comparison_table(runs, analysis.PRIMARY, family=1).splitlines()[1]
+    assert line.rstrip().endswith(" yes")  # at 0.05 alone, 3 against 3 can pass
+    assert analysis.smallest_p(3, 3) == 1 / 20 and analysis.smallest_p(5, 5) == 1 / 252
+
+
+def test_too_few_seeds_give_no_p():
+    runs = {k: v for k, v in _experiment_runs().items() if k.endswith("seed0")}
+    line = analysis.comparison_table(runs, analysis.PRIMARY, family=4).splitlines()[1]
+    assert "e-0" not in line and "e+0" not in line and line.rstrip().endswith("cannot")
+    text = analysis.headline(runs, prefixes=analysis.EXPERIMENT_PREFIXES)
+    assert "with 1 against 1 seeds no result can reach p < 0.05" in text and "p = " not in text
+
+
+def test_experiment_and_functional_tables():
+    runs = _experiment_runs()
+    lines = analysis.experiment_table(runs, "course").splitlines()
+    assert len(lines) == 1 + 3 and lines[1].startswith("baseline ")
+    assert lines[1].rstrip().endswith("3")
+    assert "0.150 [0.120, 0.200]" in lines[1]  # the cost of blocking BOS
+    table = analysis.functional_table(runs, [("course", "experiment/paper", "bb")], variants=("none", "elementwise"))
+    assert table.splitlines()[1].split()[-1] == "+0.000"  # the window with BOS costs nothing
+    assert "+0.130" in table.splitlines()[1] and "+0.065" in table.splitlines()[1]
+    text = analysis.headline(runs, prefixes=analysis.EXPERIMENT_PREFIXES)
+    assert "every seed below every seed: yes, p = 0.05" in text

@@ -60,3 +60,14 @@ def test_every_check_has_enough_mutants():
 def test_solutions_pass_every_check():
     for check in all_checks().values():
         check(check.resolve("solutions"), quiet=True)
+
+
+def test_every_class_of_bug_has_mutants_in_several_exercises():
+    """dtype, device, modules built outside no_grad, gradients of edge rows, sizes, large scores
+    with a mask, .T on batched tensors, the argument that differs: at least 3 mutants each."""
+    from tests.mutation import KINDS
+
+    counts = Counter(m.kind for m in MUTANTS if m.kind)
+    assert set(counts) <= set(KINDS), set(counts) - set(KINDS)
+    thin = {kind: counts[kind] for kind in KINDS if counts[kind] < 3}
+    assert not thin, f"classes with fewer than 3 mutants: {thin}"

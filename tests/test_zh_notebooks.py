@@ -18,6 +18,7 @@ import pytest
 
 from course import ROOT
 from course.build import read_source, sources, target_of
+from course.drift import main as drift_main
 from course.drift import (PENDING, READMES, Pair, cell_hash, code_without_comments,
                           notebook_problems, old_english, old_section, pair_problems, pairs,
                           readme_problems, sections, skeleton)
@@ -130,12 +131,16 @@ def scratch_course(tmp_path):
     return tmp_path
 
 
-def run_drift(root) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "course.drift", "--root", str(root)], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+def run_drift(root, capsys) -> subprocess.CompletedProcess:
+    """`python -m course.drift --root ROOT`, in this process (a new one would spend its time
+    importing; test_the_size_of_the_edition_is_a_count_anyone_can_rerun runs the command)."""
+    capsys.readouterr()
+    code = drift_main(["--root", str(root)])
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(["course.drift", "--root", str(root)], code, out, err)
 
 
-def test_the_drift_check_names_a_changed_english_cell_and_a_changed_message(tmp_path):
+def test_the_drift_check_names_a_changed_english_cell_and_a_changed_message(tmp_path, capsys):
     root = scratch_course(tmp_path)
     lesson = root / "notebooks" / "src" / "01_qkv_by_hand.py"
     text = lesson.read_text()
@@ -146,7 +151,7 @@ def test_the_drift_check_names_a_changed_english_cell_and_a_changed_message(tmp_
     assert text.count('_("not installed")') == 1
     report.write_text(text.replace('_("not installed")', '_("not installed here")'))
 
-    done = run_drift(root)
+    done = run_drift(root, capsys)
     assert done.returncode == 1, done.stdout + done.stderr
     cell = next(i for i, c in enumerate(jupytext.read(lesson).cells) if "very smallest" in c.source)
     assert f"notebooks/src/zh/01_qkv_by_hand.py cell {cell} is stale" in done.stdout
@@ -192,7 +197,7 @@ def test_sections_start_at_headings_outside_fenced_code():
     assert edited[0].hash != found[0].hash and edited[1].hash == found[1].hash
 
 
-def test_the_drift_check_names_an_edited_english_readme_section(tmp_path):
+def test_the_drift_check_names_an_edited_english_readme_section(tmp_path, capsys):
     """An edited section of README.md and one of the release's README, in a scratch copy."""
     root = scratch_course(tmp_path)
     readme, release = root / "README.md", root / "course" / "release" / "README.md"
@@ -201,7 +206,7 @@ def test_the_drift_check_names_an_edited_english_readme_section(tmp_path):
         assert text.count(old) == 1, (path, old)
         path.write_text(text.replace(old, old + " (edited)"))
 
-    done = run_drift(root)
+    done = run_drift(root, capsys)
     assert done.returncode == 1, done.stdout + done.stderr
     playground = next(i for i, s in enumerate(sections(readme.read_text())) if s.heading == "## The playground")
     stuck = next(i for i, s in enumerate(sections(release.read_text())) if s.heading == "## When you are stuck")

@@ -6,7 +6,9 @@
 The engine is `core` (Case, Check), `running` (every case on an implementation), `hints` (the hint
 from all the evidence), `depends` (BLOCKED: a failing exercise it uses; COURSE_ISOLATE),
 `messages` and `failures` (what a failed check says and raises), `outputs` compares results,
-`expected` says where the reference results come from, `lines` owns the PASS/FAIL/BLOCKED lines.
+`expected` says where the reference results come from, `lines` owns the PASS/FAIL/BLOCKED lines,
+`kinds` derives the cases every exercise gets (float32, the meta device, gradients), `families`
+fits a formula's free constant (another LayerNorm eps) instead of widening a tolerance.
 """
 from __future__ import annotations
 

@@ -45,6 +45,11 @@ class Case:
         with one feature, the check's `tag_hints` for it is the hint.
     facts: numbers a check's diagnosis needs about this case (eps, c, ...).
     atol, rtol: the comparison's tolerance (at least the dtype's own: float32 is not float64).
+    accept: optional; receives (case, got) when the outputs differ and returns None (not
+        explained), or (True, why) when the difference is an admissible variant of the same
+        formula (the case passes: e.g. another LayerNorm eps within a documented range), or
+        (False, hint) when it is the same formula with a value outside that range.
+    variant: set by course/checks/kinds.py on derived cases (another dtype, the meta device).
     A gradient case is an ordinary case whose run returns `inputs.with_gradients(...)`: its
     "grad <name>" outputs are recorded and compared like any other, and a "grad" output that
     differs while "output" agrees gets a hint about a cut or wrong gradient path.
@@ -60,6 +65,8 @@ class Case:
     rtol: float = 1e-7
     tags: tuple[str, ...] = ()
     facts: dict | None = None
+    accept: Callable[[Any, Outputs], tuple[bool, str] | None] | None = None
+    variant: Any = None
 
 
 @dataclass
@@ -150,7 +157,7 @@ class Check:
         if failure is None:
             if not quiet:
                 print(lines.pass_line(self.id, len(self.cases)))
-                print(lines.visible_only())
+                print(lines.visible_only(len(self.cases)))
             return
         _last[:] = [failure]
         raise failure.with_traceback(None)

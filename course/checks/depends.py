@@ -238,18 +238,26 @@ def _alone(check, impl, replaced, session) -> tuple[str, CheckFailed | None, str
     if uncovered:
         return "untried", None, _untried_shared(check, uncovered)
     missed = [(o, m) for o in outcomes for m in o.misses if m["target"] in targets]
-    if missed:
+    if missed and not _fails_where_answered(outcomes):
         outcome, miss = missed[0]
         return "untried", None, _(
             "It could not be tried on its own: in case '{case}' it calls {callee} with other "
             "arguments than the reference does ({why} differs by {gap:.3g}), so your own "
-            "{callee} ran there.").format(case=outcome.case.name, callee=name_of(miss["target"]),
+            "{callee} ran there.").format(case=lines.case_name(outcome.case.name),
+                                          callee=name_of(miss["target"]),
                                           why=f"`{miss['why']}`" if miss["why"] else _("a value"),
                                           gap=miss["gap"])
     stub = _stub(check, impl, outcomes)
     own = messages.not_implemented(check, stub[1]) if stub else messages.fail(check, outcomes)
     return "fail", own, _("It also fails on its own, with the reference {names} in place of "
                           "yours:").format(names=names)
+
+
+def _fails_where_answered(outcomes) -> bool:
+    """Whether some case fails although every call it made to a replaced exercise was answered
+    by a stand-in (a miss elsewhere, e.g. a gradient the student's own bug changed, does not
+    hide that)."""
+    return any(o.failed and o.replaced and not o.misses for o in outcomes)
 
 
 def _untried_shared(check, replaced) -> str:
@@ -295,6 +303,8 @@ def _isolated(check, impl, session) -> CheckFailed | None:
     uncovered = [u for u in replaced if not covered(u, package, session)]
     missed = {m["target"] for o in outcomes for m in o.misses} & \
         {t for u in replaced for t in u.provides}
+    if _fails_where_answered(outcomes):
+        missed = set()  # a case the stand-ins answered in full fails: the bug is this exercise's
     if blockers and (uncovered or missed or stub):
         roots = list(dict.fromkeys(root for b in blockers for root in b.roots))
         text = [lines.blocked_header(check.id, roots)]

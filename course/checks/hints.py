@@ -1,15 +1,22 @@
 """The hint of a failed check, chosen from every case's outcome rather than the first failing one.
 
 In this order, the first that applies:
-1. a crash: a hint about that exception (the check's own `error_hints`, then the general ones);
-   a module's parameter names or shapes: the case's own hint;
-2. precision: every difference is at float32's rounding level (or the result is float32);
-3. a cut or wrong gradient while the output agrees;
-4. the cases that fail are exactly those with one feature (`Case.tags`, `Check.tag_hints`);
-5. the check's own diagnosis over all outcomes (`Check.diagnose`: which wrong scale, which wrong
-   RMSNorm formula, ...), then the shown case's `diagnose(expected, got)`;
-6. squeezed size-1 axes; the case's shape hint; a transposition the check explains;
-7. the shown case's own hint.
+1. a crash: a hint about that exception (the check's own `error_hints`, then the general ones,
+   `.T` on the line that raised, an in-place change of a parameter in __init__); when only the
+   cases of one class fail (another dtype, the meta device, a larger size: `CLASSES`), that
+   class's hint; a module's parameter names or shapes: the case's own hint;
+2. what the case's `accept` found (the same formula with a constant outside its range);
+3. precision: a dtype that does not follow the input's, every difference at float32's rounding,
+   or only the low-precision cases differ;
+4. a cut, NaN or wrong gradient while the output agrees; only the cases of one class fail;
+5. the first call to another exercise whose plain arguments (a dim, a flag) differ from the
+   reference's: the evidence names the cause, and nothing below may contradict it;
+6. the cases that fail are exactly those with one feature (`Case.tags`, `Check.tag_hints`);
+7. the check's own diagnosis over the float64 outcomes (`Check.diagnose`: which wrong scale,
+   which wrong RMSNorm formula, ...), then arguments that trade places, then the shown case's
+   `diagnose(expected, got)`;
+8. squeezed size-1 axes; the case's shape hint; a transposition the check explains;
+9. the shown case's own hint.
 Notes under the hint add what is observed without naming a cause: the right numbers in the wrong
 places, and the first call to another exercise whose arguments leave the reference's ("where:").
 """
@@ -64,6 +71,49 @@ DIVERGES = N_("where: the first difference from the reference is in what your {e
 RAISED_UNKNOWN = N_("your code raised before it returned, at the line shown above")
 CASE_TESTS = N_("this case tests: {hint}")
 
+# the classes of bug the derived cases (course/checks/kinds.py) find
+DTYPE_HINT = N_("your code works in float64 but not in the lower precision of this case (its "
+                "name says which): the output's dtype must follow the input's, so nothing in "
+                "it may fix a dtype (dtype=torch.float64, .double(), .float(), or "
+                "torch.zeros/ones/tensor/arange without dtype=, which gives float32): create "
+                "tensors with dtype=x.dtype (zeros_like, x.new_zeros, x.new_tensor) and compute "
+                "every part in the input's dtype")
+DEVICE_HINT = N_("a tensor created inside your code sits on a fixed device (the CPU) while the "
+                 "inputs are elsewhere (here the `meta` device; on a GPU the same code fails): "
+                 "create tensors with device=x.device (torch.arange(n, device=x.device), "
+                 "zeros_like, x.new_ones(...)), or move them with .to(x.device); a tensor kept "
+                 "in a module belongs in register_buffer, so that module.to() moves it")
+
+DTYPE_RESULT = N_("your result is {got} for {want} inputs: the output's dtype must follow the "
+                  "input's, and something in your code fixes it ({fixes}): create tensors with "
+                  "dtype=x.dtype (zeros_like, x.new_zeros, x.new_tensor) and never cast the "
+                  "result")
+DTYPE_VALUES = N_("in {dtype} your result differs from the reference's by more than {dtype}'s "
+                  "rounding, while every float64 case passes: a step loses precision in low "
+                  "precision (a difference of two large numbers such as mean(x**2) - mean(x)**2, a "
+                  "huge constant such as -1e9 added to the scores, a sum over many terms in a "
+                  "low dtype), or a part of it runs in another dtype and is cast back")
+NAN_GRADIENT = N_("the output is right but the gradient with respect to {name} holds NaN where "
+                  "the reference's is a number: a step of the forward pass makes NaN or inf "
+                  "(0/0, exp of inf, the softmax of an all -inf row) and a later where, "
+                  "masked_fill or nan_to_num hides it in the output, but backward still sends "
+                  "NaN through it (NaN * 0 = NaN): make every step finite where it is computed "
+                  "(clamp a count to at least 1 before dividing, give a fully masked row finite "
+                  "scores before the softmax)")
+TRANSPOSE_T = N_("`.T` reverses EVERY axis of a tensor with more than two (and is deprecated "
+                 "there): with batch axes, k.T is not the keys transposed. Swap only the last two "
+                 "axes: k.transpose(-2, -1) (or k.mT)")
+INIT_IN_PLACE = N_("an in-place change of a parameter in __init__ (.zero_(), .fill_(), .mul_(), "
+                   "+=) raises when autograd is on, as it is wherever the module is used: set "
+                   "starting values inside `with torch.no_grad():`, or with nn.init.zeros_, "
+                   "nn.init.ones_ or nn.init.constant_ (which do so)")
+ARGUMENT = N_("your {exercise} calls {callee} with other arguments than the reference: "
+              "{arguments}. That call is where your computation first leaves the reference's, so "
+              "the bug is in what you pass there (the code before that call agrees)")
+ARGUMENT_FIRST = N_("your {exercise} calls {callee} with other arguments than the reference: "
+                    "{arguments}. Pass what the reference passes")
+
+
 # (exception type name, pattern on the message, hint); the groups fill {0}, {1}, ...
 ERROR_HINTS = [
     ("NameError", r"name '(\w+)' is not defined",
@@ -107,9 +157,15 @@ ERROR_HINTS = [
     ("IndexError", r"too many indices for tensor of dimension (\d+)",
      N_("indexing with more axes than the tensor has ({0}): check its shape at that line")),
     ("RuntimeError", r"(?:expected scalar type \w+ but found \w+|Float did not match Double|"
-                     r"Double did not match Float|dtypes? match|expected .*dtype)",
+                     r"Double did not match Float|dtypes? match|expected .*dtype|must have the "
+                     r"same dtype|found dtype \w+ but expected)",
      N_("float32 meets float64: a tensor made without dtype= (torch.zeros/ones/empty/tensor/"
         "arange) is float32; create it with dtype=x.dtype (or zeros_like, new_zeros)")),
+    ("RuntimeError", r"(?:is not on the expected device|Expected all tensors to be on the same "
+                     r"device|on different devices)", DEVICE_HINT),
+    ("RuntimeError", r"t\(\) expects a tensor with <= 2 dimensions",
+     N_("`.t()` takes a matrix only: with batch axes, swap the last two axes with "
+        "k.transpose(-2, -1) (or k.mT)")),
     ("RuntimeError", r"shape '\[([-\d, ]*)\]' is invalid for input of size (\d+)",
      N_("reshape or view to [{0}], which does not hold {1} elements: build the new shape from "
         "the input's own shape (x.shape[:-1], ...), so that batch axes of any size fit")),
@@ -134,25 +190,56 @@ def choose(check, outcomes: list) -> tuple[object, str, list[str]]:
     failing = [o for o in outcomes if o.failed]
     shown = failing[0]
     if shown.status == "raised":
-        return shown, _error_hint(check, shown), [_(CASE_TESTS).format(hint=_(shown.case.hint))]
+        hint = _error_hint(check, shown)
+        if _only_class_fails(outcomes, shown) and hint not in (_(DEVICE_HINT), _(TRANSPOSE_T)):
+            hint = _(shown.case.hint)  # the ordinary cases work: the class of the case says why
+        case_hint = _(shown.case.hint)
+        return shown, hint, [_(CASE_TESTS).format(hint=case_hint)] if case_hint != hint else []
     if shown.status == "inplace":
         return shown, _(INPLACE_HINT), []
-    hint = next((h for h in _specific(check, outcomes, shown) if h), None) or _(shown.case.hint)
-    notes = [n for n in (_shape_note(shown), _layout(check, shown, specific=False),
-                         _first_divergence(check, shown)) if n and n != hint]
+    argument = _argument(check, shown)
+    hint = next((h for h in _specific(check, outcomes, shown, argument) if h), None) or \
+        _(shown.case.hint)
+    where = None if argument and hint == argument[0] else _first_divergence(check, shown)
+    notes = [n for n in (_shape_note(shown), _layout(check, shown, specific=False), where)
+             if n and n != hint]
     return shown, hint, notes
 
 
-def _specific(check, outcomes, shown):
+# the classes of case whose failure alone names the bug (course/checks/kinds.py, and the cases
+# of sizes past any a lesson prints): another dtype, the meta device, a larger size
+CLASSES = ("dtype", "device", "size")
+
+
+def _only_class_fails(outcomes, shown) -> bool:
+    """The shown case belongs to one of CLASSES and every failing case to the same class, while
+    some case outside it passes: what the class tests is the bug."""
+    found = [tag for tag in CLASSES if tag in shown.case.tags]
+    if not found:
+        return False
+    tag = found[0]
+    return all(tag in o.case.tags for o in outcomes if o.failed) and \
+        any(not o.failed for o in outcomes if tag not in o.case.tags)
+
+
+def _specific(check, outcomes, shown, argument=None):
     """Every hint that names a cause, in the order of preference (lazily)."""
     if _structural(shown):
         return  # parameter names or shapes: the case's own hint says which
+    if shown.verdict:
+        yield shown.verdict  # the case's own explanation of this difference
     yield _precision(outcomes)
     if shown.status == "differs":
         yield _gradient(shown)
+    if _only_class_fails(outcomes, shown):
+        yield _(shown.case.hint)  # only the cases of one class fail (a larger size, float32...)
+    if argument and argument[1]:
+        yield argument[0]  # a plain value (a dim, a flag) that differs in the first call to leave
     yield _tagged(check, outcomes)
-    if check.diagnose is not None:
-        yield _safely(check.diagnose, outcomes)
+    if check.diagnose is not None:  # written for the float64 cases: derived ones are the engine's
+        yield _safely(check.diagnose, [o for o in outcomes if o.case.variant is None])
+    if argument:
+        yield argument[0]  # tensors that trade places: the check's own diagnosis names them first
     if shown.case.diagnose is not None and shown.status == "differs":
         yield _safely(shown.case.diagnose, shown.expected, shown.got)
     if shown.status == "differs":
@@ -182,6 +269,12 @@ def _structural(outcome) -> bool:
 def _error_hint(check, outcome) -> str:
     error = outcome.error
     text = str(error)
+    line = outcome.where[-1].source if outcome.where else ""
+    if re.search(r"\.T\b", line) and isinstance(error, (RuntimeError, IndexError)):
+        return _(TRANSPOSE_T)  # the line that raised transposes with .T: on batched tensors
+    if outcome.where and outcome.where[-1].function == "__init__" and \
+            "leaf Variable that requires grad" in text:
+        return _(INIT_IN_PLACE)
     for name, pattern, hint in list(check.error_hints) + ERROR_HINTS:
         kind = getattr(builtins, name, None)
         if not (isinstance(kind, type) and isinstance(error, kind)):
@@ -195,27 +288,45 @@ def _error_hint(check, outcome) -> str:
 # ---------------------------------------------------------------------------------- precision
 
 def _precision(outcomes) -> str | None:
-    """A hint when every difference is float32 rounding (or the result's dtype is the problem)."""
+    """A hint when the evidence is about precision: a result whose dtype does not follow the
+    input's, every difference at float32's rounding, or only the low-precision cases (course/
+    checks/kinds.py) differ."""
+    outcomes = [o for o in outcomes if getattr(o.case.variant, "device", None) is None]
     compared = [o for o in outcomes if o.status == "differs"]
     if not compared or any(o.status not in ("pass", "differs", "probe") for o in outcomes):
         return None
-    wrong_dtype = None
-    gaps = []
+    wrong, wrong_low, gaps, low = None, None, [], {}
     for outcome in compared:
+        lowered = getattr(outcome.case.variant, "dtype", None)
         for key, want in outcome.expected.items():
             have = outcome.got.get(key)
             if have is None or not want.dtype.is_floating_point or have.shape != want.shape:
                 return None
             if have.dtype != want.dtype and have.dtype.is_floating_point:
-                wrong_dtype = (have.dtype, want.dtype)
+                if lowered is None:
+                    wrong = wrong or (have.dtype, want.dtype)
+                else:
+                    wrong_low = wrong_low or (have.dtype, want.dtype)  # the first: the one shown
             scale = float(want.double().abs().nan_to_num(0.0).max()) if want.numel() else 0.0
-            gaps.append(largest_gap(want, have) / max(scale, 1e-30))
-    if wrong_dtype and max(gaps) < 1e-3:
-        got, want = wrong_dtype
-        return _(FLOAT32_RESULT).format(got=str(got).removeprefix("torch."),
-                                        want=str(want).removeprefix("torch."))
-    if 0 < max(gaps) <= 3e-5 and all(g <= 3e-5 for g in gaps):
+            gap = largest_gap(want, have) / max(scale, 1e-30)
+            if lowered is None:
+                gaps.append(gap)
+            else:
+                low[lowered] = max(low.get(lowered, 0.0), gap)
+    if wrong and max(gaps) < 1e-3:
+        got, want = (str(d).removeprefix("torch.") for d in wrong)
+        return _(FLOAT32_RESULT).format(got=got, want=want)
+    if gaps and 0 < max(gaps) <= 3e-5:
         return _(FLOAT32_INSIDE).format(gap=max(gaps))
+    if gaps:
+        return None  # a float64 case differs by more than rounding: not a question of precision
+    if wrong_low:
+        got, want = (str(d).removeprefix("torch.") for d in wrong_low)
+        fixes = _("dtype=torch.float64 or .double()") if wrong_low[0] == torch.float64 else \
+            _(".float(), or torch.zeros/ones/tensor/arange without dtype=")
+        return _(DTYPE_RESULT).format(got=got, want=want, fixes=fixes)
+    if low:
+        return _(DTYPE_VALUES).format(dtype=str(next(iter(low))).removeprefix("torch."))
     return None
 
 
@@ -252,9 +363,12 @@ def _gradient(outcome) -> str | None:
         return None
     grads = [k for k in expected if k.startswith("grad ")]
     wrong = [k for k in grads if difference(k, expected[k], got[k], atol, rtol) is not None]
-    cut = [k for k in wrong if torch.isnan(got[k]).any() and not torch.isnan(expected[k]).any()]
-    names = ", ".join(k.removeprefix("grad ") for k in (cut or wrong))
-    return _(CUT_GRADIENT_HINT if cut else WRONG_GRADIENT_HINT).format(name=names)
+    nan = [k for k in wrong if torch.isnan(got[k]).any() and not torch.isnan(expected[k]).any()]
+    partly = [k for k in nan if not torch.isnan(got[k]).all()]
+    if partly:  # NaN in some entries only: made by the forward pass, not a cut path
+        return _(NAN_GRADIENT).format(name=", ".join(k.removeprefix("grad ") for k in partly))
+    names = ", ".join(k.removeprefix("grad ") for k in (nan or wrong))
+    return _(CUT_GRADIENT_HINT if nan else WRONG_GRADIENT_HINT).format(name=names)
 
 
 def _tolerance(outcome) -> tuple[float, float]:
@@ -312,6 +426,37 @@ def _layout(check, outcome, specific: bool) -> str | None:
 
 
 # ------------------------------------------------------------- where the calls leave the reference
+
+def _argument(check, outcome) -> tuple[str, bool] | None:
+    """The first call to another exercise whose arguments differ from the reference's, as a
+    hint, when what differs names a cause by itself: a plain value (a `dim`, a scale, a flag) or
+    a tensor that is another argument of the reference's (arguments that trade places); with
+    whether only plain values differ."""
+    agreed = False
+    for reference, mine in evidence.pairs(check, outcome):
+        if mine is None:
+            continue
+        names = evidence.differing(reference, mine)
+        if not names:
+            agreed = True
+            continue
+        if names == ["*"] or not all(_names_a_cause(reference, mine, n) for n in names):
+            return None
+        template = ARGUMENT if agreed else ARGUMENT_FIRST
+        plain_only = not any(isinstance(reference["args"][n], torch.Tensor) for n in names)
+        return _(template).format(exercise=check.attribute, callee=name_of(reference["target"]),
+                                  arguments=_differing(reference, mine)), plain_only
+    return None
+
+
+def _names_a_cause(reference: dict, mine: dict, name: str) -> bool:
+    want, have = reference["args"][name], mine["args"][name]
+    if not isinstance(want, torch.Tensor) and not isinstance(have, torch.Tensor):
+        return True
+    return isinstance(have, torch.Tensor) and any(
+        other != name and isinstance(value, torch.Tensor) and same(value, have)
+        for other, value in reference["args"].items())
+
 
 def _first_divergence(check, outcome) -> str | None:
     """The first call to another exercise whose arguments differ from the reference's call."""

@@ -2,6 +2,11 @@
 
 from course.checks.core import Case, Check
 from course.checks.inputs import randn
+from course.checks.kinds import float32_of, gradients_of, meta_of
+
+BATCH = Case("batch (2, 4) of vectors of length 3",
+             lambda f: f(randn(2, 4, 3, seed=5), randn(2, 4, 3, seed=6)),
+             hint="leading axes are batch axes: keep them, reduce only dim=-1")
 
 check_batched_dot = Check(
     id="00.batched_dot",
@@ -14,9 +19,7 @@ check_batched_dot = Check(
         Case("4 pairs of vectors, shape (4, 3)",
              lambda f: f(randn(4, 3, seed=3), randn(4, 3, seed=4)),
              hint="sum over the last axis only (dim=-1): one number per pair, shape (4,)"),
-        Case("batch (2, 4) of vectors of length 3",
-             lambda f: f(randn(2, 4, 3, seed=5), randn(2, 4, 3, seed=6)),
-             hint="leading axes are batch axes: keep them, reduce only dim=-1"),
+        BATCH,
         Case("a batch of one pair, shape (1, 3)",
              lambda f: f(randn(1, 3, seed=9), randn(1, 3, seed=10)),
              hint="a batch of one pair still has its batch axis: shape (1,), not ()"),
@@ -26,5 +29,15 @@ check_batched_dot = Check(
         Case("broadcast (2, 1, 3) against (4, 3)",
              lambda f: f(randn(2, 1, 3, seed=7), randn(4, 3, seed=8)),
              hint="let the leading axes broadcast, as torch's elementwise product does"),
+        Case("3 pairs of vectors of length 300", lambda f: f(randn(3, 300, seed=13),
+                                                             randn(3, 300, seed=14)),
+             hint="sum over the whole last axis, whatever its length: (a * b).sum(dim=-1)", tags=("size",)),
+        Case("gradients of a fixed loss w.r.t. a and b",
+             gradients_of(lambda f, a, b: f(a, b), {"a": randn(2, 4, 3, seed=15),
+                                                     "b": randn(2, 4, 3, seed=16)}),
+             hint="the gradient w.r.t. a is b (times the loss weight), and w.r.t. b is a: "
+                  "compute with torch operations, with no .detach(), .item() or numpy on the way"),
+        float32_of(BATCH),
+        meta_of(BATCH),
     ],
 )

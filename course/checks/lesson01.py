@@ -7,6 +7,7 @@ import torch
 
 from course.checks.core import Case, Check
 from course.checks.inputs import randn
+from course.checks.kinds import bfloat16_of, float32_of, gradients_of, meta_of
 from course.i18n import N_, _
 
 
@@ -27,6 +28,11 @@ def _sums_to_one(dim: int):
 
 WIDE_HINT = ("subtract each slice's MAX (amax): shifted by the min or the mean, a row that spans "
              "more than about 709 still overflows exp (exp(1600) = inf)")
+# float64 softmax written any correct way agrees to about 1e-15; float32's rounding is 6e-8, so
+# a tolerance of 1e-7 (the default) would let a float32 step inside pass here and fail later
+EXACT = {"atol": 1e-12, "rtol": 1e-10}
+MIDDLE = Case("(2, 4, 3) along dim=1", lambda f: f(randn(2, 4, 3, seed=12), dim=1),
+              hint="use the `dim` argument everywhere (max and sum), not a hard-coded -1", **EXACT)
 
 check_stable_softmax = Check(
     id="01.stable_softmax",
@@ -35,21 +41,20 @@ check_stable_softmax = Check(
     cases=[
         Case("[0.1, 0.3, 1.0, 0.8]",
              lambda f: f(torch.tensor([0.1, 0.3, 1.0, 0.8], dtype=torch.float64)),
-             hint="softmax(x)_i = exp(x_i) / sum_j exp(x_j)"),
+             hint="softmax(x)_i = exp(x_i) / sum_j exp(x_j)", **EXACT),
         Case("rows of a (3, 5) matrix sum to 1",
              lambda f: f(randn(3, 5, seed=11), dim=-1),
              hint="normalise each slice along `dim`: sum(dim=dim, keepdim=True)",
              expect=_sums_to_one(-1)),
-        Case("(2, 4, 3) along dim=1",
-             lambda f: f(randn(2, 4, 3, seed=12), dim=1),
-             hint="use the `dim` argument everywhere (max and sum), not a hard-coded -1"),
+        MIDDLE,
         Case("huge inputs [1000, 1001, 1002] stay finite",
              lambda f: f(torch.tensor([1000.0, 1001.0, 1002.0], dtype=torch.float64)),
              hint="exp(1000) overflows to inf and inf/inf is NaN: subtract the max before exp",
              expect=_finite),
         Case("huge inputs [1000, 1001, 1002]",
              lambda f: f(torch.tensor([1000.0, 1001.0, 1002.0], dtype=torch.float64)),
-             hint="exp(1000) overflows to inf and inf/inf is NaN: subtract the max before exp"),
+             hint="exp(1000) overflows to inf and inf/inf is NaN: subtract the max before exp",
+             **EXACT),
         Case("rows on different scales [[-1000, -999], [1000, 1001]] stay finite",
              lambda f: f(torch.tensor([[-1000.0, -999.0], [1000.0, 1001.0]], dtype=torch.float64)),
              hint="subtract each row's own max (amax(dim, keepdim=True)), not one global max",
@@ -61,15 +66,30 @@ check_stable_softmax = Check(
         Case("wide rows [[-800, 0, 800], [-30, 0, 10]]",
              lambda f: f(torch.tensor([[-800.0, 0.0, 800.0], [-30.0, 0.0, 10.0]],
                                       dtype=torch.float64)),
-             hint=WIDE_HINT),
+             hint=WIDE_HINT, **EXACT),
         Case("one row (1, 5)", lambda f: f(randn(1, 5, seed=14)),
-             hint="a single row keeps its size-1 axis: the result has x's shape (1, 5)"),
+             hint="a single row keeps its size-1 axis: the result has x's shape (1, 5)", **EXACT),
         Case("(4, 1) along dim=-1: one entry per slice gets weight 1",
              lambda f: f(randn(4, 1, seed=15), dim=-1),
-             hint="a slice of one entry has softmax 1; keep x's shape (4, 1)"),
+             hint="a slice of one entry has softmax 1; keep x's shape (4, 1)", **EXACT),
         Case("(3, 6) with spread x 30 along dim=0",
              lambda f: f(randn(3, 6, seed=13, scale=30.0), dim=0),
-             hint="the max must be taken along `dim` with keepdim=True so it broadcasts back"),
+             hint="the max must be taken along `dim` with keepdim=True so it broadcasts back",
+             **EXACT),
+        Case("long rows: (2, 500) with spread x 10",
+             lambda f: f(randn(2, 500, seed=16, scale=10.0), dim=-1),
+             hint="normalise over the whole slice along `dim`, whatever its length", **EXACT, tags=("size",)),
+        Case("gradients of a fixed loss, wide rows [[-800, 0, 800], [0, 1, 2]] and (2, 4, 3)",
+             gradients_of(lambda f, x, y: torch.cat([f(x).flatten(), f(y, dim=1).flatten()]),
+                          {"x": torch.tensor([[-800.0, 0.0, 800.0], [0.0, 1.0, 2.0]],
+                                             dtype=torch.float64),
+                           "y": randn(2, 4, 3, seed=17)}),
+             hint="the gradient flows back through the shift, exp and the division: compute "
+                  "into new tensors (an in-place `/=` or `exp_()` overwrites what backward "
+                  "needs), with no .detach() on the way", **EXACT),
+        float32_of(MIDDLE),
+        bfloat16_of(MIDDLE),
+        meta_of(MIDDLE),
     ],
 )
 
@@ -131,6 +151,11 @@ def _other_divisor(raw: torch.Tensor, have: torch.Tensor, c: int, q_shape) -> st
         n=n, where=where, c=c)
 
 
+BATCHED_SCORES = Case("batch (2, 3), 4 queries, 6 keys, c=8",
+                      lambda f: f(randn(2, 3, 4, 8, seed=25), randn(2, 3, 6, 8, seed=26)),
+                      hint="transpose only the last two axes of k (k.transpose(-2, -1)), keep "
+                           "the batch axes", diagnose=_which_scale(8, (2, 3, 4, 8)))
+
 check_scaled_scores = Check(
     id="01.scaled_scores",
     target="softmax:scaled_scores",
@@ -153,13 +178,21 @@ check_scaled_scores = Check(
              lambda f: f(randn(2, 9, seed=23), randn(7, 9, seed=24)),
              hint="divide by sqrt(c), with c = q.shape[-1] (not by c, not by the sequence length)",
              diagnose=_which_scale(9)),
-        Case("batch (2, 3), 4 queries, 6 keys, c=8",
-             lambda f: f(randn(2, 3, 4, 8, seed=25), randn(2, 3, 6, 8, seed=26)),
-             hint="transpose only the last two axes of k (k.transpose(-2, -1)), keep the batch axes",
-             diagnose=_which_scale(8, (2, 3, 4, 8))),
+        BATCHED_SCORES,
         Case("batch (1,), 1 query, 1 key, c=3",
              lambda f: f(randn(1, 1, 3, seed=27), randn(1, 1, 3, seed=28)),
              hint="a batch of one, one query and one key still give shape (1, 1, 1)",
              diagnose=_which_scale(3, (1, 1, 3))),
+        Case("40 queries, 33 keys, c=16",
+             lambda f: f(randn(40, 16, seed=29), randn(33, 16, seed=30)),
+             hint="scores[i, j] = q_i . k_j / sqrt(c) for every query i and key j, whatever "
+                  "their numbers: (n_q, n_k) = (40, 33)", diagnose=_which_scale(16), tags=("size",)),
+        Case("gradients of a fixed loss w.r.t. q and k: batch (2,), 3 queries, 5 keys, c=4",
+             gradients_of(lambda f, q, k: f(q, k), {"q": randn(2, 3, 4, seed=31),
+                                                     "k": randn(2, 5, 4, seed=32)}),
+             hint="q and k both reach the scores through the matrix product: no .detach(), "
+                  ".item() or numpy on the way"),
+        float32_of(BATCHED_SCORES),
+        meta_of(BATCHED_SCORES),
     ],
 )

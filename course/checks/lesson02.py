@@ -7,6 +7,7 @@ import math
 
 from course.checks.core import Case, Check
 from course.checks.inputs import fill_parameters, parameter_shapes, randn, with_gradients
+from course.checks.kinds import float32_of, gradients_of, meta_of
 from course.checks.lesson01 import check_scaled_scores, check_stable_softmax
 from course.i18n import N_, _
 
@@ -52,12 +53,19 @@ check_causal_mask = Check(
              hint="row i (query) may see columns j <= i (keys): lower triangle, diagonal included"),
         Case("n=6", lambda f: f(6),
              hint="row i (query) may see columns j <= i (keys): lower triangle, diagonal included"),
+        Case("n=37: longer than any sequence the lesson shows", lambda f: f(37),
+             hint="build the mask for the n asked for (torch.ones(n, n).tril(), or compare "
+                  "positions), not by cutting a fixed-size mask: sequences can be of any length", tags=("size",)),
     ],
 )
 
 LENGTHS_AXIS = N_("give lengths its own axis before comparing: positions (max_len,) < "
                   "lengths[:, None] (B, 1) broadcasts to (B, max_len), one row per sequence; then "
                   "add the size-1 query axis in the middle: (B, 1, max_len)")
+
+def _long_lengths(f):
+    return f(torch.tensor([40, 17, 33]), 40)
+
 
 check_padding_mask = Check(
     id="02.padding_mask",
@@ -75,6 +83,9 @@ check_padding_mask = Check(
              hint="keep the size-1 query axis in the middle: (B, 1, max_len) broadcasts over queries"),
         Case("lengths [1], max_len 1: one sequence of one token", lambda f: f(torch.tensor([1]), 1),
              hint="even B = 1 and max_len = 1 give the full (B, 1, max_len) = (1, 1, 1)"),
+        Case("lengths [40, 17, 33], max_len 40", _long_lengths,
+             hint="position p of sequence b is real when p < lengths[b], for any max_len", tags=("size",)),
+        meta_of(Case("lengths [40, 17, 33], max_len 40", _long_lengths, hint="")),
     ],
 )
 
@@ -118,12 +129,38 @@ def _weights_evidence(outcomes) -> str | None:
     return None
 
 
+PADDED = Case("padding mask (2, 1, 5): padded keys get weight 0",
+               lambda f: f(*_qk((2,), 5, 5, 4, seed=41), mask=_lengths_mask()),
+               hint="masked scores must become -inf (or a huge negative) before the softmax; "
+                    "True in the mask means 'may attend'", tags=("mask",))
+BATCHED = Case("batch (2, 3), 4 queries, 4 keys, c=8",
+               lambda f: f(*_qk((2, 3), 4, 4, 8, seed=35)),
+               hint="the softmax runs over the key axis (dim=-1), not the query axis",
+               tags=("plain",), facts={"c": 8})
+BLIND = torch.tensor([[True, False, True, True], [False, False, False, False],
+                      [True, True, False, False]])
+
+
+def _long_mask(n_q: int, n_k: int) -> torch.Tensor:
+    """(2, 1, n_k): sequence 0 sees every key, sequence 1 the first n_k - 5."""
+    mask = torch.ones(2, 1, n_k, dtype=torch.bool)
+    mask[1, :, n_k - 5:] = False
+    return mask
+
+
+LARGE_MASKED = N_("scores here reach about ±2000 and some keys are masked: hide the masked "
+                  "scores before anything else (masked_fill(~mask, float('-inf'))), then use "
+                  "your stable_softmax, which shifts each row by the max over the keys it may "
+                  "see; exp of the raw scores overflows to inf, and a shift by a masked key's "
+                  "score can turn every visible key's exp into 0")
+
 check_attention_weights = Check(
     id="02.attention_weights",
     target="attention:attention_weights",
     lesson="02",
     uses=(check_scaled_scores, check_stable_softmax),
     diagnose=_weights_evidence,
+    tag_hints={"large": LARGE_MASKED},
     cases=[
         Case("each query's weights sum to 1 over the keys",
              lambda f: f(*_qk((2,), 4, 4, 8, seed=33)),
@@ -133,18 +170,12 @@ check_attention_weights = Check(
              lambda f: f(*_qk((), 3, 5, 4, seed=31)),
              hint="weights = softmax(q k^T / sqrt(c)) with the softmax over the keys (last axis)",
              tags=("plain",), facts={"c": 4}),
-        Case("batch (2, 3), 4 queries, 4 keys, c=8",
-             lambda f: f(*_qk((2, 3), 4, 4, 8, seed=35)),
-             hint="the softmax runs over the key axis (dim=-1), not the query axis",
-             tags=("plain",), facts={"c": 8}),
+        BATCHED,
         Case("with an additive bias (2, 3, 4) on batch (2,)",
              lambda f: f(*_qk((2,), 3, 4, 6, seed=37), bias=randn(2, 3, 4, seed=39, scale=2.0)),
              hint="add the bias to the scaled scores, unscaled, before the softmax",
              tags=("bias",)),
-        Case("padding mask (2, 1, 5): padded keys get weight 0",
-             lambda f: f(*_qk((2,), 5, 5, 4, seed=41), mask=_lengths_mask()),
-             hint="masked scores must become -inf (or a huge negative) before the softmax; "
-                  "True in the mask means 'may attend'", tags=("mask",)),
+        PADDED,
         Case("causal mask and bias together",
              lambda f: f(*_qk((3,), 4, 4, 4, seed=43), bias=randn(4, 4, seed=45),
                          mask=torch.ones(4, 4, dtype=torch.bool).tril()),
@@ -169,15 +200,34 @@ check_attention_weights = Check(
                   "row zero weights (see the lesson for why zeros)",
              expect=_zero_rows_where_blind),
         Case("fully masked row, values",
-             lambda f: f(*_qk((2,), 3, 4, 4, seed=47),
-                         mask=torch.tensor([[True, False, True, True],
-                                            [False, False, False, False],
-                                            [True, True, False, False]])),
+             lambda f: f(*_qk((2,), 3, 4, 4, seed=47), mask=BLIND),
              hint="rows with at least one visible key are an ordinary softmax over those keys",
              tags=("mask",)),
+        Case("large scores (q and k scaled by 30) with a padding mask",
+             lambda f: f(randn(2, 3, 4, seed=53, scale=30.0), randn(2, 5, 4, seed=54, scale=30.0),
+                         mask=_lengths_mask()),
+             hint=LARGE_MASKED, tags=("mask", "large")),
+        Case("7 queries, 33 keys, c=4, a padding mask: longer than the lesson's",
+             lambda f: f(*_qk((2,), 7, 33, 4, seed=55), mask=_long_mask(7, 33)),
+             hint="nothing may depend on a fixed number of queries or keys: n_q = 7 and "
+                  "n_k = 33 here", tags=("mask", "size")),
+        Case("gradients of a fixed loss w.r.t. q, k and bias, with a fully masked row",
+             gradients_of(lambda f, q, k, bias: f(q, k, bias=bias, mask=BLIND),
+                          {"q": randn(2, 3, 4, seed=57), "k": randn(2, 4, 4, seed=58),
+                           "bias": randn(3, 4, seed=59)}),
+             hint="gradients flow through the scores, the bias and the softmax; the fully "
+                  "masked row has weights 0 and gradient 0, never NaN", tags=("mask",)),
+        float32_of(BATCHED),
+        float32_of(PADDED),
+        meta_of(PADDED),
     ],
 )
 
+
+FORWARD_MASKED = Case("bias and padding mask are passed on",
+                      lambda f: f(*_qk((2,), 5, 5, 4, seed=59), randn(2, 5, 3, seed=61),
+                                  bias=randn(2, 5, 5, seed=63), mask=_lengths_mask()),
+                      hint="pass bias and mask through to the weights")
 
 check_attention_forward = Check(
     id="02.attention_forward",
@@ -191,10 +241,7 @@ check_attention_forward = Check(
         Case("batch (2, 3), c=8, values of width 8",
              lambda f: f(*_qk((2, 3), 4, 6, 8, seed=55), randn(2, 3, 6, 8, seed=57)),
              hint="mix the values (v), weighted by softmax(q k^T / sqrt(c)) over the keys"),
-        Case("bias and padding mask are passed on",
-             lambda f: f(*_qk((2,), 5, 5, 4, seed=59), randn(2, 5, 3, seed=61),
-                         bias=randn(2, 5, 5, seed=63), mask=_lengths_mask()),
-             hint="pass bias and mask through to the weights"),
+        FORWARD_MASKED,
         Case("a query that may see no key gets a zero output",
              lambda f: f(*_qk((), 2, 3, 4, seed=65), randn(3, 2, seed=67),
                          mask=torch.tensor([[True, True, False], [False, False, False]])),
@@ -203,6 +250,19 @@ check_attention_forward = Check(
              lambda f: f(*_qk((1,), 1, 1, 4, seed=69), randn(1, 1, 3, seed=70)),
              hint="one key gets weight 1, so the output is v itself, shape (1, 1, 3): keep "
                   "every size-1 axis"),
+        Case("7 queries, 33 keys, values of width 5, a padding mask",
+             lambda f: f(*_qk((2,), 7, 33, 4, seed=71), randn(2, 33, 5, seed=72),
+                         mask=_long_mask(7, 33)),
+             hint="the output is weights @ v: (*, n_q, c_v), here (2, 7, 5), for any numbers of "
+                  "queries and keys"),
+        Case("gradients of a fixed loss w.r.t. q, k and v, with a fully masked row",
+             gradients_of(lambda f, q, k, v: f(q, k, v, mask=BLIND),
+                          {"q": randn(2, 3, 4, seed=73), "k": randn(2, 4, 4, seed=74),
+                           "v": randn(2, 4, 3, seed=75)}),
+             hint="q, k and v all reach the output: weights @ v with no .detach(); the fully "
+                  "masked row's output and gradients are 0, never NaN"),
+        float32_of(FORWARD_MASKED),
+        meta_of(FORWARD_MASKED),
     ],
 )
 
@@ -223,6 +283,11 @@ GRADIENT_HINT = ("the output is right, so look at the gradients: every parameter
                  "connected to the output (no .detach(), no torch.no_grad() in forward)")
 
 
+SINGLE_MASKED = Case("with a causal mask",
+                     _single_head(4, 4, (2, 5, 4), seed=75,
+                                  mask=torch.ones(5, 5, dtype=torch.bool).tril()),
+                     hint="forward(x, bias, mask) must pass the mask on to the attention")
+
 check_single_head = Check(
     id="02.single_head",
     target="attention:SingleHeadAttention",
@@ -237,14 +302,18 @@ check_single_head = Check(
              hint="q, k, v = linear_q(x), linear_k(x), linear_v(x); attend; then linear_o"),
         Case("x (2, 3, 5, 8), c=3", _single_head(8, 3, (2, 3, 5, 8), seed=73),
              hint="attention mixes along the sequence axis (-2); leading axes are batch"),
-        Case("with a causal mask", _single_head(4, 4, (2, 5, 4), seed=75,
-                                               mask=torch.ones(5, 5, dtype=torch.bool).tril()),
-             hint="forward(x, bias, mask) must pass the mask on to the attention"),
+        SINGLE_MASKED,
         Case("x (1, 1, 6): a batch of one sequence of one token", _single_head(6, 4, (1, 1, 6), seed=77),
              hint="with one token, attention returns its own value: keep the shape (1, 1, 6)"),
         Case("gradients of a fixed loss: x (2, 5, 4), causal mask",
              _single_head(4, 3, (2, 5, 4), seed=79, mask=torch.ones(5, 5, dtype=torch.bool).tril(),
                           gradients=True),
              hint=GRADIENT_HINT),
+        Case("x (2, 24, 6) with a causal mask: longer than the lesson's",
+             _single_head(6, 4, (2, 24, 6), seed=81,
+                          mask=torch.ones(24, 24, dtype=torch.bool).tril()),
+             hint="nothing in forward may depend on a fixed sequence length: L = x.shape[-2]", tags=("size",)),
+        float32_of(SINGLE_MASKED),
+        meta_of(SINGLE_MASKED),
     ],
 )

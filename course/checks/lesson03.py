@@ -6,6 +6,7 @@ import torch
 from course.checks import evidence
 from course.checks.core import Case, Check
 from course.checks.inputs import fill_parameters, parameter_shapes, randn, with_gradients
+from course.checks.kinds import float32_of, gradients_of, meta_of
 from course.checks.lesson02 import check_attention_forward
 from course.i18n import N_, _
 
@@ -39,6 +40,12 @@ check_split_heads = Check(
         Case("batch (1,), one position: x (1, 1, 6), 3 heads",
              lambda f: f(randn(1, 1, 6, seed=309), 3),
              hint="a batch of one and a sequence of one keep their axes: (1, 3, 1, 2)"),
+        Case("gradients of a fixed loss w.r.t. x (2, 5, 8), 4 heads",
+             gradients_of(lambda f, x: f(x, 4), {"x": randn(2, 5, 8, seed=319)}),
+             hint="split_heads only rearranges x (view, transpose): every entry's gradient "
+                  "comes back to where it came from; no .detach(), no copy through numpy"),
+        float32_of(Case("x (4, 6), 3 heads of width 2", lambda f: f(randn(4, 6, seed=301), 3),
+                        hint=SPLIT_HINT)),
     ],
 )
 
@@ -61,6 +68,12 @@ check_merge_heads = Check(
         Case("batch (1,), one head, one position: x (1, 1, 1, 4)",
              lambda f: f(randn(1, 1, 1, 4, seed=317)),
              hint="a batch of one and a sequence of one keep their axes: (1, 1, 4)"),
+        Case("gradients of a fixed loss w.r.t. x (2, 3, 5, 2)",
+             gradients_of(lambda f, x: f(x), {"x": randn(2, 3, 5, 2, seed=319)}),
+             hint="merge_heads only rearranges x (transpose, reshape): every entry's gradient "
+                  "comes back to where it came from; no .detach(), no copy through numpy"),
+        float32_of(Case("x (3, 4, 2): 3 heads, L=4, c=2", lambda f: f(randn(3, 4, 2, seed=311)),
+                        hint=MERGE_HINT)),
     ],
 )
 
@@ -120,6 +133,16 @@ def _projections(outcomes) -> str | None:
     return _(hint) if hint else None
 
 
+MASKED_MHA = Case("attention_mask (2, 5): padded keys are ignored",
+                  _mha(4, 2, 2, (2, 5, 4), seed=331,
+                       mask=_padding((2, 5), [(0, 4), (1, 1), (1, 3)])),
+                  hint="attention_mask (*, L) marks keys: pass it to the attention as a key mask "
+                       "of shape (*, 1, 1, L), broadcasting over heads and queries")
+COLUMNS_MHA = Case("attn_dim=-3: columns of x (2, 4, 3, 6)",
+                   _mha(6, 2, 3, (2, 4, 3, 6), seed=327, attn_dim=-3),
+                   hint="attention runs along attn_dim: forward moves that axis to -2 and back "
+                        "(x.movedim(attn_dim, -2)); do not assume the rows")
+
 check_multi_head_attention = Check(
     id="03.multi_head_attention",
     target="mha:MultiHeadAttention",
@@ -143,17 +166,11 @@ check_multi_head_attention = Check(
         Case("use_bias_for_embeddings=True: x (2, 4, 6)",
              _mha(6, 3, 2, (2, 4, 6), seed=325, use_bias=True),
              hint="with use_bias_for_embeddings=True, q, k and v include their biases"),
-        Case("attn_dim=-3: columns of x (2, 4, 3, 6)",
-             _mha(6, 2, 3, (2, 4, 3, 6), seed=327, attn_dim=-3),
-             hint="attention runs along attn_dim: forward moves that axis to -2 and back "
-                  "(x.movedim(attn_dim, -2)); do not assume the rows"),
+        COLUMNS_MHA,
         Case("attn_dim=-2: rows of x (2, 4, 3, 6)",
              _mha(6, 2, 3, (2, 4, 3, 6), seed=329, attn_dim=-2),
              hint=FORWARD_HINT),
-        Case("attention_mask (2, 5): padded keys are ignored",
-             _mha(4, 2, 2, (2, 5, 4), seed=331, mask=_padding((2, 5), [(0, 4), (1, 1), (1, 3)])),
-             hint="attention_mask (*, L) marks keys: pass it to the attention as a key mask of "
-                  "shape (*, 1, 1, L), broadcasting over heads and queries"),
+        MASKED_MHA,
         Case("attention_mask with attn_dim=-3: x (2, 5, 3, 4)",
              _mha(4, 2, 2, (2, 5, 3, 4), seed=333, attn_dim=-3,
                   mask=_padding((2, 5, 3), [(0, 4, 0), (0, 3, 2), (1, 0, 1)])),
@@ -184,5 +201,18 @@ check_multi_head_attention = Check(
                   gradients=True),
              hint="the output is right, so look at the gradients: x and every parameter must be "
                   "connected to the output (no .detach(), no torch.no_grad() in forward)"),
+        Case("gradients with a sequence that is all padding: x (2, 4, 6), 2 heads",
+             _mha(6, 3, 2, (2, 4, 6), seed=351,
+                  mask=_padding((2, 4), [(1, 0), (1, 1), (1, 2), (1, 3)]), gradients=True),
+             hint="a sequence whose every position is padding sees no key: its attention output "
+                  "is 0 (linear_o adds its bias), and its gradients are numbers, never NaN"),
+        Case("x (2, 20, 8), 4 heads, attention_mask: longer than the lesson's",
+             _mha(8, 2, 4, (2, 20, 8), seed=353,
+                  mask=_padding((2, 20), [(0, 19), (1, 3), (1, 15)])),
+             hint="nothing in forward may depend on a fixed sequence length: L comes from x", tags=("size",)),
+        float32_of(MASKED_MHA),
+        float32_of(COLUMNS_MHA),
+        meta_of(MASKED_MHA),
+        meta_of(COLUMNS_MHA),  # no mask: the path without one makes no tensor on a fixed device
     ],
 )

@@ -3,8 +3,12 @@ from __future__ import annotations
 
 import torch
 
+from torch import nn
+
 from course.checks.core import Case, Check
+from course.checks.families import LAYER_NORM_EPS, fit, scaled_gap
 from course.checks.inputs import fill_parameters, parameter_shapes, randn, with_gradients
+from course.checks.kinds import float32_of, gradients_of, meta_of
 from course.i18n import N_, _
 
 BROADCAST_HINT = ("insert the missing size-1 axes between the bias's batch axes and its last "
@@ -44,6 +48,14 @@ check_broadcastable_bias = Check(
              _aligned((1, 1, 1, 1), 6, 413), hint=BROADCAST_HINT,
              shape_hint="keep the bias's own size-1 axes and add n = scores_ndim - bias.ndim "
                         "more: (1, 1, 1, 1, 1, 1)"),
+        Case("q != k: bias (2, 3, 4, 7) for scores of rank 5 (cross-attention: 4 queries, 7 keys)",
+             _aligned((2, 3, 4, 7), 5, 415),
+             hint="the last three axes are (N_head, q, k) as they are, also when q != k "
+                  "(cross-attention): take them from bias.shape[-3:], never as (N_head, L, L)", tags=("size",)),
+        Case("gradients of a fixed loss w.r.t. the bias (2, 3, 4, 4), scores of rank 6",
+             gradients_of(lambda f, bias: f(bias, 6), {"bias": randn(2, 3, 4, 4, seed=417)}),
+             hint="the result is a view of the bias (view, reshape, unsqueeze, [:, None]): its "
+                  "gradient is the bias's, with no .detach() or copy on the way"),
     ],
 )
 
@@ -69,9 +81,56 @@ NO_AFFINE = N_("your bias equals a LayerNorm without its learned weight and bias
                "module's layer_norm_z = nn.LayerNorm(c_z) (elementwise_affine on, as by default)")
 I_J = N_("i and j swapped: entry [..., h, i, j] must come from z[..., i, j, :], so move only the "
          "head axis, from last to in front of (i, j): movedim(-1, -3), keeping i before j")
-# AF2 and PyTorch use eps = 1e-5; 1e-6 (as in many LLM codebases) is as right, and moves the
-# bias by up to 7e-5 and its gradients by up to 3e-4 on these cases; a bug moves them by 0.1 or more
-PAIR_TOLERANCE = {"atol": 1e-3, "rtol": 1e-3}
+EPS_OUTSIDE = N_("your PairBias computes LayerNorm then linear_z, the right formula, but with a "
+                 "LayerNorm eps of about {eps}: use the module's layer_norm_z = "
+                 "nn.LayerNorm(c_z) (eps 1e-5, as AlphaFold2). Any eps from {low} to {high} is "
+                 "accepted; a smaller one (or none) no longer keeps a row of z whose channels "
+                 "are (nearly) equal from dividing by about 0")
+EPS_NONE = N_("your PairBias computes LayerNorm then linear_z, the right formula, but without "
+              "the LayerNorm's eps (or with one too small to matter, such as 1e-12): use the "
+              "module's layer_norm_z = nn.LayerNorm(c_z) (eps 1e-5, as AlphaFold2). Any eps "
+              "from {low} to {high} is accepted; without one, a row of z whose channels are "
+              "(nearly) equal divides by about 0")
+
+
+def _power(value: float) -> str:
+    """1e-06 -> '1e-6', 3.2e-05 -> '3e-5'."""
+    mantissa, exponent = f"{value:.0e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
+
+
+class _PairBiasFormula(nn.Module):
+    """The reference formula with a LayerNorm of another eps (same parameter names, so that
+    fill_parameters gives it the student's weights)."""
+
+    def __init__(self, c_z: int, N_head: int, eps: float):
+        super().__init__()
+        self.layer_norm_z = nn.LayerNorm(c_z, eps=eps)
+        self.linear_z = nn.Linear(c_z, N_head, bias=False)
+
+    def forward(self, z):
+        return self.linear_z(self.layer_norm_z(z)).movedim(-1, -3)
+
+
+def _another_eps(case, got) -> tuple[bool, str] | None:
+    """The same formula with another LayerNorm eps: accepted within LAYER_NORM_EPS, else named."""
+    def distance(eps: float) -> float:
+        with torch.enable_grad():
+            formula = case.run(lambda c_z, N_head: _PairBiasFormula(c_z, N_head, eps))
+        from course.checks.outputs import as_outputs
+
+        return scaled_gap(as_outputs(formula), got, case.atol, case.rtol)
+    eps = fit(distance, 1e-16, 1e-1)
+    if eps is None:
+        return None
+    low, high = LAYER_NORM_EPS
+    if low <= eps <= high:
+        return True, ""
+    words = {"eps": _power(eps), "low": _power(low), "high": _power(high)}
+    return False, _(EPS_NONE if eps < 1e-9 else EPS_OUTSIDE).format(**words)
+
+
+PAIR_TOLERANCE = {"accept": _another_eps}  # another LayerNorm eps: decided by what it is
 
 
 def _pair_evidence(outcomes) -> str | None:
@@ -93,6 +152,11 @@ def _pair_evidence(outcomes) -> str | None:
     return None
 
 
+PAIR_BATCH = Case("z (2, 5, 5, 6), 4 heads: a batch axis in front",
+                  _pair_bias(6, 4, (2, 5, 5, 6), seed=423), hint=PAIR_HINT,
+                  shape_hint="keep the batch axes in front: (B, N_head, R, R), here (2, 4, 5, 5)",
+                  **PAIR_TOLERANCE)
+
 check_pair_bias = Check(
     id="04.pair_bias",
     target="bias:PairBias",
@@ -105,10 +169,7 @@ check_pair_bias = Check(
                   "(AF2's pair bias projection has no bias)"),
         Case("z (5, 5, 6), 3 heads", _pair_bias(6, 3, (5, 5, 6), seed=421), hint=PAIR_HINT,
              shape_hint="the result is (*, N_head, R, R): here (3, 5, 5)", **PAIR_TOLERANCE),
-        Case("z (2, 5, 5, 6), 4 heads: a batch axis in front", _pair_bias(6, 4, (2, 5, 5, 6), seed=423),
-             hint=PAIR_HINT,
-             shape_hint="keep the batch axes in front: (B, N_head, R, R), here (2, 4, 5, 5)",
-             **PAIR_TOLERANCE),
+        PAIR_BATCH,
         Case("z (2, 3, 4, 4, 8), 2 heads", _pair_bias(8, 2, (2, 3, 4, 4, 8), seed=425),
              hint=PAIR_HINT,
              shape_hint="keep the batch axes in front: (*, N_head, R, R), here (2, 3, 2, 4, 4)",
@@ -122,5 +183,9 @@ check_pair_bias = Check(
              hint="the output is right, so look at the gradients: z, the LayerNorm and linear_z "
                   "must all be connected to the output (no .detach(), no torch.no_grad())",
              **PAIR_TOLERANCE),
+        Case("z (1, 24, 24, 4), 2 heads: more residues than the lesson's",
+             _pair_bias(4, 2, (1, 24, 24, 4), seed=431), hint=PAIR_HINT, **PAIR_TOLERANCE, tags=("size",)),
+        float32_of(PAIR_BATCH),
+        meta_of(PAIR_BATCH),
     ],
 )

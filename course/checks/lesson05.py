@@ -9,6 +9,7 @@ import torch
 
 from course.checks.core import Case, Check
 from course.checks.inputs import fill_parameters, parameter_shapes, randn, with_gradients
+from course.checks.kinds import float32_of, gradients_of, meta_of
 from course.checks.lesson02 import check_attention_forward
 from course.checks.lesson03 import check_multi_head_attention
 from course.i18n import N_, _
@@ -75,6 +76,18 @@ def _count_evidence(outcomes) -> str | None:
     return None
 
 
+RAGGED_MEAN = Case("batch (2, 3): x (2, 3, 5, 4), dim=-2",
+                   _mean_case((2, 3, 5, 4), -2, [(0, 0, 4), (1, 2, 0), (1, 2, 1)], seed=509),
+                   hint=MASKED_HINT)
+
+
+def _mean_gradients(shape, dim, padded, seed):
+    """Gradients of a fixed loss w.r.t. x, with the padding of `padded` (a slice may be empty)."""
+    mask = _padded(shape[:-1], padded)
+    x = _with_loud_padding(randn(*shape, seed=seed), mask)
+    return gradients_of(lambda f, x: f(x, mask, dim), {"x": x}, seed=seed)
+
+
 check_masked_mean = Check(
     id="05.masked_mean",
     target="mha:masked_mean",
@@ -98,9 +111,7 @@ check_masked_mean = Check(
              _mean_case((5, 4, 3), -3, [(4, 0), (3, 0), (4, 2), (0, 3)], seed=507),
              hint="the mask has one flag per position, shape x.shape[:-1]; a trailing size-1 "
                   "axis lets it multiply every channel, and the sums run over `dim`"),
-        Case("batch (2, 3): x (2, 3, 5, 4), dim=-2",
-             _mean_case((2, 3, 5, 4), -2, [(0, 0, 4), (1, 2, 0), (1, 2, 1)], seed=509),
-             hint=MASKED_HINT),
+        RAGGED_MEAN,
         Case("mask=None over dim=-3", lambda f: f(randn(4, 3, 5, 2, seed=511), None, -3),
              hint=UNMASKED_HINT),
         Case("mask=None over dim=0 (positive)", lambda f: f(randn(4, 3, 5, seed=513), None, 0),
@@ -114,6 +125,20 @@ check_masked_mean = Check(
         Case("size-1 axes: x (1, 1, 3), dim=-2, its one position real",
              _mean_case((1, 1, 3), -2, [], seed=519),
              hint="averaging a length-1 axis removes it and keeps the others: (1, 3)"),
+        Case("x (2, 40, 3) averaged over 40 positions, ragged padding",
+             _mean_case((2, 40, 3), -2, [(0, 39), (1, 5), (1, 20), (1, 38)], seed=521),
+             hint=MASKED_HINT, tags=("size",)),
+        Case("gradients of a fixed loss w.r.t. x, ragged padding",
+             _mean_gradients((2, 5, 3), -2, [(0, 4), (1, 1), (1, 3)], seed=523),
+             hint="x reaches the mean through the masked sum: padding positions get gradient 0, "
+                  "real ones 1/count (times the loss weight); no .detach() on the way"),
+        Case("gradients with a slice that has no real position: numbers, not NaN",
+             _mean_gradients((2, 4, 3), -2, [(1, 0), (1, 1), (1, 2), (1, 3), (0, 2)], seed=525),
+             hint="the all-padding slice must be finite in every step, not only in the result: "
+                  "divide by the count clamped to at least 1 (a 0/0 replaced afterwards by "
+                  "torch.where or nan_to_num still sends NaN back to x)"),
+        float32_of(RAGGED_MEAN),
+        meta_of(RAGGED_MEAN),
     ],
 )
 
@@ -174,6 +199,12 @@ def _same_summary_everywhere(outputs) -> str | None:
     return None
 
 
+GLOBAL_PADDED = Case("batch (2,): MSA (2, 4, 3, 6), 3 heads, ragged padding per column",
+                     _global(6, 2, 3, (2, 4, 3, 6), seed=519, attn_dim=-3,
+                             mask=_padded((2, 4, 3), [(0, 3, 0), (0, 2, 0), (1, 3, 2), (0, 3, 1)])),
+                     hint="leading axes are batch axes; the mask (*, L) after movedim serves both "
+                          "the masked mean and the key mask")
+
 check_global_attention = Check(
     id="05.global_attention",
     target="mha:MultiHeadAttention",
@@ -207,11 +238,7 @@ check_global_attention = Check(
                      loud_padding=True),
              hint="the query is linear_q of the MASKED mean of x over the attended axis "
                   "(masked_mean(x, attention_mask, dim=-2)): padding rows must not shift it"),
-        Case("batch (2,): MSA (2, 4, 3, 6), 3 heads, ragged padding per column",
-             _global(6, 2, 3, (2, 4, 3, 6), seed=519, attn_dim=-3,
-                     mask=_padded((2, 4, 3), [(0, 3, 0), (0, 2, 0), (1, 3, 2), (0, 3, 1)])),
-             hint="leading axes are batch axes; the mask (*, L) after movedim serves both the "
-                  "masked mean and the key mask"),
+        GLOBAL_PADDED,
         Case("a column that is all padding gives linear_o's bias, not NaN",
              _global(6, 2, 2, (3, 2, 6), seed=521, attn_dim=-3,
                      mask=_padded((3, 2), [(0, 1), (1, 1), (2, 1)])),
@@ -238,5 +265,17 @@ check_global_attention = Check(
              hint="the output is right, so look at the gradients: x (through the averaged "
                   "query and through the keys and values) and every parameter must be connected "
                   "to the output (no .detach(), no torch.no_grad())"),
+        Case("gradients with a column that is all padding: MSA (3, 2, 6)",
+             _global(6, 2, 2, (3, 2, 6), seed=531, attn_dim=-3,
+                     mask=_padded((3, 2), [(0, 1), (1, 1), (2, 1)]), gradients=True),
+             hint="the all-padding column must be finite in every step: its averaged query is 0 "
+                  "(masked_mean's count clamped to at least 1) and its keys are all masked, so "
+                  "its output is linear_o's bias and every gradient is a number, never NaN"),
+        Case("columns of an MSA (30, 3, 6), padding: more sequences than the lesson's",
+             _global(6, 2, 2, (30, 3, 6), seed=533, attn_dim=-3,
+                     mask=_padded((30, 3), [(29, 0), (5, 1), (17, 2)])),
+             hint="nothing may depend on a fixed number of sequences: L comes from x", tags=("size",)),
+        float32_of(GLOBAL_PADDED),
+        meta_of(GLOBAL_PADDED),
     ],
 )

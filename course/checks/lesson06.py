@@ -12,6 +12,7 @@ import torch
 
 from course.checks.core import Case, Check
 from course.checks.inputs import fill_parameters, parameter_shapes, randn, with_gradients
+from course.checks.kinds import float32_of, meta_of
 from course.checks.lesson03 import check_multi_head_attention
 from course.checks.lesson05 import check_global_attention
 
@@ -65,6 +66,11 @@ def _gate_at_initialisation(cls):
     return {"linear_g.weight": module.linear_g.weight, "linear_g.bias": module.linear_g.bias}
 
 
+GATE_FROM_X = Case("random gate weights: the gate is computed from x",
+                   _gated(8, 4, 2, (2, 5, 8), seed=609),
+                   hint="compute the gate from the module's input x, not from the attention "
+                        "output o: it is a branch parallel to the attention. " + GATE_HINT)
+
 check_gate = Check(
     id="06.gate",
     target="mha:MultiHeadAttention",
@@ -93,16 +99,15 @@ check_gate = Check(
                             "linear_g.bias": torch.linspace(-3.0, 3.0, 8, dtype=torch.float64)}),
              hint="the gate is sigmoid(linear_g(x)), a number in (0, 1) per channel; without "
                   "the sigmoid it is an unbounded multiplier"),
-        Case("random gate weights: the gate is computed from x",
-             _gated(8, 4, 2, (2, 5, 8), seed=609),
-             hint="compute the gate from the module's input x, not from the attention output o: "
-                  "it is a branch parallel to the attention. " + GATE_HINT),
+        GATE_FROM_X,
         Case("columns (attn_dim=-3) of x (2, 4, 3, 6), 3 heads of width 2",
              _gated(6, 2, 3, (2, 4, 3, 6), seed=611, attn_dim=-3), hint=GATE_HINT),
         Case("gradients of a fixed loss: x (2, 5, 8), 2 heads",
              _gated(8, 4, 2, (2, 5, 8), seed=613, gradients=True),
              hint="the output is right, so look at the gradients: linear_g and x (through the "
                   "gate too) must be connected to the output, or the gate never learns"),
+        float32_of(GATE_FROM_X),
+        meta_of(GATE_FROM_X),
     ],
 )
 
@@ -125,6 +130,21 @@ def _per_sequence_gate(outputs) -> str | None:
     return None
 
 
+ROW_FULL = Case("row attention with pair bias, padding mask and gate: MSA (3, 5, 8), 2 heads",
+                _gated(8, 4, 2, (3, 5, 8), seed=621, bias=_pair_bias(2, 5, seed=623),
+                       mask=torch.tensor([[1, 1, 1, 1, 0], [1, 1, 1, 0, 0], [1, 1, 1, 1, 1]],
+                                         dtype=torch.bool)),
+                hint="row attention (attn_dim=-2): the bias (N_head, R, R) is added to every "
+                     "sequence's scores, the mask hides padded keys, then the gate from x")
+GLOBAL_FULL = Case("gated global attention with padding: MSA (2, 4, 3, 8), 2 heads",
+                   _gated(8, 4, 2, (2, 4, 3, 8), seed=629, attn_dim=-3, is_global=True,
+                          mask=torch.ones(2, 4, 3, dtype=torch.bool).index_put_(
+                              (torch.tensor([0, 0, 1]), torch.tensor([3, 2, 3]),
+                               torch.tensor([0, 0, 2])), torch.tensor(False))),
+                   hint="is_global and gated together: masked-mean query, shared K/V, the "
+                        "summary broadcast to every sequence, then each sequence's gate, then "
+                        "linear_o")
+
 check_full_module = Check(
     id="06.full_module",
     target="mha:MultiHeadAttention",
@@ -132,12 +152,7 @@ check_full_module = Check(
     uses=(check_multi_head_attention, check_global_attention, check_gate),
     provides=(),
     cases=[
-        Case("row attention with pair bias, padding mask and gate: MSA (3, 5, 8), 2 heads",
-             _gated(8, 4, 2, (3, 5, 8), seed=621, bias=_pair_bias(2, 5, seed=623),
-                    mask=torch.tensor([[1, 1, 1, 1, 0], [1, 1, 1, 0, 0], [1, 1, 1, 1, 1]],
-                                      dtype=torch.bool)),
-             hint="row attention (attn_dim=-2): the bias (N_head, R, R) is added to every "
-                  "sequence's scores, the mask hides padded keys, then the gate from x"),
+        ROW_FULL,
         Case("column attention (attn_dim=-3) with padding and gate: MSA (2, 5, 3, 6)",
              _gated(6, 2, 3, (2, 5, 3, 6), seed=625, attn_dim=-3,
                     mask=torch.ones(2, 5, 3, dtype=torch.bool).index_put_(
@@ -153,13 +168,7 @@ check_full_module = Check(
                   "sigmoid(linear_g(x)) comes from each sequence's own x: gate the global "
                   "output too, per position",
              expect=_per_sequence_gate),
-        Case("gated global attention with padding: MSA (2, 4, 3, 8), 2 heads",
-             _gated(8, 4, 2, (2, 4, 3, 8), seed=629, attn_dim=-3, is_global=True,
-                    mask=torch.ones(2, 4, 3, dtype=torch.bool).index_put_(
-                        (torch.tensor([0, 0, 1]), torch.tensor([3, 2, 3]), torch.tensor([0, 0, 2])),
-                        torch.tensor(False))),
-             hint="is_global and gated together: masked-mean query, shared K/V, the summary "
-                  "broadcast to every sequence, then each sequence's gate, then linear_o"),
+        GLOBAL_FULL,
         Case("use_bias_for_embeddings=True, global and gated",
              _gated(6, 3, 2, (4, 2, 6), seed=631, attn_dim=-3, is_global=True, use_bias=True),
              hint="use_bias_for_embeddings puts a bias on linear_q, linear_k and linear_v, the "
@@ -200,5 +209,9 @@ check_full_module = Check(
                     gradients=True),
              hint="the output is right, so look at the gradients: x and every parameter "
                   "(linear_g included) must be connected to the output"),
+        float32_of(ROW_FULL),
+        float32_of(GLOBAL_FULL),
+        meta_of(ROW_FULL),
+        meta_of(GLOBAL_FULL),
     ],
 )

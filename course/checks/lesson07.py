@@ -15,6 +15,7 @@ import torch
 from course.checks import evidence
 from course.checks.core import Case, Check
 from course.checks.inputs import fill_parameters, parameter_shapes, randn, with_gradients
+from course.checks.kinds import float32_of, gradients_of, meta_of
 from course.checks.lesson02 import check_attention_forward, check_causal_mask
 from course.checks.lesson03 import check_merge_heads, check_multi_head_attention, check_split_heads
 from course.i18n import N_, _
@@ -48,20 +49,63 @@ def _offset_is_linear(outputs) -> str | None:
     return None
 
 
+def _interleaved(angle: torch.Tensor) -> torch.Tensor:
+    """(L, d/2) angles -> (L, d): sin on the even channels, cos on the odd ones."""
+    return torch.stack([angle.sin(), angle.cos()], dim=-1).flatten(-2)
+
+
+ANGLE_CANDIDATES = [  # (hint, the angle of pair i at position pos, as a wrong formula)
+    (N_("the exponent lost its brackets: pos / base**2i / d_model computes base**2i first and "
+        "divides by d_model after; write pos / base**(2i / d_model)"),
+     lambda pos, two_i, d, base: pos / base ** two_i / d),
+    (N_("the exponent counts pairs, not channels: pair i needs base**(2i / d_model), not "
+        "base**(i / d_model)"), lambda pos, two_i, d, base: pos / base ** (two_i / 2 / d)),
+    (N_("pos is multiplied by base**(2i / d_model) instead of divided: the angle is "
+        "pos / base**(2i / d_model), slower and slower for later pairs"),
+     lambda pos, two_i, d, base: pos * base ** (two_i / d)),
+    (N_("positions count from 1 here: they start at 0, so PE[0] = [0, 1, 0, 1, ...]"),
+     lambda pos, two_i, d, base: (pos + 1) / base ** (two_i / d)),
+]
+
+
+def _angle_evidence(outcomes) -> str | None:
+    """The one wrong angle formula that gives the student's encoding in every case that differs."""
+    found = []
+    for outcome in outcomes:
+        if outcome.status != "differs" or not outcome.case.facts or outcome.key != "output":
+            continue
+        L, d, base = (outcome.case.facts[k] for k in ("L", "d_model", "base"))
+        found.append((L, d, base, outcome.got["output"].double()))
+    for hint, angle in ANGLE_CANDIDATES:
+        if found and all(got.shape == (L, d) and torch.allclose(_interleaved(angle(
+                torch.arange(L, dtype=torch.float64)[:, None],
+                torch.arange(0, d, 2, dtype=torch.float64), d, base)), got, rtol=1e-6, atol=1e-9)
+                for L, d, base, got in found):
+            return _(hint)
+    return None
+
+
+def _pe(L: int, d_model: int, base: float | None = None):
+    """The encoding of (L, d_model[, base]), with the facts a diagnosis needs."""
+    run = (lambda f: f(L, d_model)) if base is None else (lambda f: f(L, d_model, base=base))
+    return {"run": run, "facts": {"L": L, "d_model": d_model, "base": base or 10000.0}}
+
+
 check_sinusoidal_encoding = Check(
     id="07.sinusoidal_encoding",
     target="transformer:sinusoidal_encoding",
     lesson="07",
+    diagnose=_angle_evidence,
     cases=[
-        Case("one position (L=1), d_model=6", lambda f: f(1, 6), hint=SIN_COS_HINT,
+        Case("one position (L=1), d_model=6", **_pe(1, 6), hint=SIN_COS_HINT,
              shape_hint="the result is (L, d_model): here (1, 6)"),
-        Case("L=5, d_model=2: one pair, angle = pos", lambda f: f(5, 2),
+        Case("L=5, d_model=2: one pair, angle = pos", **_pe(5, 2),
              hint="with d_model=2 there is one pair and its angle is pos itself: "
                   "PE[pos] = [sin pos, cos pos], for pos = 0, 1, 2, ... " + SIN_COS_HINT),
-        Case("L=6, d_model=8", lambda f: f(6, 8), hint=FREQUENCY_HINT,
+        Case("L=6, d_model=8", **_pe(6, 8), hint=FREQUENCY_HINT,
              shape_hint="the result is (L, d_model): here (6, 8)"),
-        Case("L=50, d_model=16", lambda f: f(50, 16), hint=FREQUENCY_HINT),
-        Case("base=100: L=7, d_model=6", lambda f: f(7, 6, base=100.0),
+        Case("L=50, d_model=16", **_pe(50, 16), hint=FREQUENCY_HINT),
+        Case("base=100: L=7, d_model=6", **_pe(7, 6, 100.0),
              hint="use the `base` argument (10000 is only its default) in pos / base**(2i/d_model)"),
         Case("dtype=torch.float32: L=6, d_model=4", _encoding_dtype,
              hint="return the encoding in the `dtype` asked for (compute in float64, then .to(dtype))"),
@@ -126,6 +170,10 @@ def _norm_kept(outputs) -> str | None:
     return None
 
 
+ROPE_HEADS = Case("heads as batch axes: x (2, 3, 5, 8)", lambda f: f(randn(2, 3, 5, 8, seed=717)),
+                  hint="positions run along axis -2 and channels along -1; every leading axis "
+                       "(batch, heads) gets the same rotation: broadcast the (L, c) cos and sin")
+
 check_rope = Check(
     id="07.rope",
     target="transformer:apply_rope",
@@ -155,14 +203,20 @@ check_rope = Check(
              hint="positions may be floats: convert them to a float dtype, do not round them"),
         Case("base=500: x (4, 6)", lambda f: f(randn(4, 6, seed=715), base=500.0),
              hint="use the `base` argument (10000 is only its default) in pos * base**(-2i/c)"),
-        Case("heads as batch axes: x (2, 3, 5, 8)", lambda f: f(randn(2, 3, 5, 8, seed=717)),
-             hint="positions run along axis -2 and channels along -1; every leading axis (batch, "
-                  "heads) gets the same rotation: broadcast the (L, c) cos and sin"),
+        ROPE_HEADS,
         Case("x in float32 comes back in float32", _rope_dtype,
              hint="return x's dtype: compute the angles in float64, then cast cos and sin to "
                   "x.dtype before multiplying"),
         Case("scores depend on i - j only", _relative_scores, hint=ROPE_FREQUENCY,
              expect=_depends_on_offset_only),
+        Case("x (300, 8): positions up to 299", lambda f: f(randn(300, 8, seed=727)),
+             hint="positions are arange(L) for any L, not a table of fixed size: " + ROPE_FREQUENCY, tags=("size",)),
+        Case("gradients of a fixed loss w.r.t. x (2, 5, 8)",
+             gradients_of(lambda f, x: f(x), {"x": randn(2, 5, 8, seed=729)}),
+             hint="x reaches the output through x * cos and rotate_half(x) * sin: no .detach(), "
+                  "and no in-place change of x or of a slice of it"),
+        float32_of(ROPE_HEADS),
+        meta_of(ROPE_HEADS),
     ],
 )
 
@@ -246,6 +300,10 @@ def _rms_evidence(outcomes) -> str | None:
     return None
 
 
+RMS_BATCH = Case("batch axes: x (2, 3, 4, 6)", _rms(6, randn(2, 3, 4, 6, seed=759), seed=761),
+                 hint="normalise each row over the last axis only (dim=-1, keepdim=True); the "
+                      "leading axes are batch axes", facts={"eps": 1e-6})
+
 check_rms_norm = Check(
     id="07.rms_norm",
     target="transformer:RMSNorm",
@@ -273,12 +331,12 @@ check_rms_norm = Check(
              hint="the mean runs over the last axis (channels) only, keepdim=True so it "
                   "broadcasts: with d_model=1 each value becomes about sign(x) * weight",
              facts={"eps": 1e-6}),
-        Case("batch axes: x (2, 3, 4, 6)", _rms(6, randn(2, 3, 4, 6, seed=759), seed=761),
-             hint="normalise each row over the last axis only (dim=-1, keepdim=True); the "
-                  "leading axes are batch axes", facts={"eps": 1e-6}),
+        RMS_BATCH,
         Case("gradients w.r.t. x and weight", _rms_gradients,
              hint="the gradient must flow through the root mean square too (no .detach() on "
                   "rms) and reach `weight`, which multiplies the normalised x. " + RMS_FORMULA),
+        float32_of(RMS_BATCH),
+        meta_of(RMS_BATCH),
     ],
 )
 
@@ -365,6 +423,9 @@ def _block_evidence(outcomes) -> str | None:
     return _(hint) if hint else None
 
 
+BLOCK_ROPE_CASE = Case("rope=True: h (6, 8), 2 heads, d_ff 16", _block(8, 2, 16, (6, 8), seed=793),
+                       hint=BLOCK_ROPE)
+
 check_decoder_block = Check(
     id="07.decoder_block",
     target="transformer:DecoderBlock",
@@ -386,8 +447,7 @@ check_decoder_block = Check(
              hint=PRE_NORM, expect=_identity_when_branches_off),
         Case("rope=False: h (5, 8), 2 heads, d_ff 16", _block(8, 2, 16, (5, 8), seed=791, rope=False),
              hint=PRE_NORM + ". " + BLOCK_FORWARD),
-        Case("rope=True: h (6, 8), 2 heads, d_ff 16", _block(8, 2, 16, (6, 8), seed=793),
-             hint=BLOCK_ROPE),
+        BLOCK_ROPE_CASE,
         Case("one position: h (2, 1, 8)", _block(8, 4, 8, (2, 1, 8), seed=795),
              hint="with L=1 the only key is the position itself; causal_mask(1) = [[True]]. "
                   + BLOCK_FORWARD),
@@ -398,6 +458,11 @@ check_decoder_block = Check(
         Case("gradients w.r.t. h and every parameter", _block_gradients,
              hint="every parameter must be used in forward, with no .detach() on the way: "
                   + PRE_NORM),
+        Case("h (2, 20, 8): longer than the lesson's", _block(8, 2, 16, (2, 20, 8), seed=799),
+             hint="nothing in forward may depend on a fixed sequence length: L = h.shape[-2], "
+                  "causal_mask(L) and the positions 0 .. L-1 of that length", tags=("size",)),
+        float32_of(BLOCK_ROPE_CASE),
+        meta_of(BLOCK_ROPE_CASE),
     ],
 )
 
@@ -487,6 +552,19 @@ def _cross_evidence(outcomes) -> str | None:
     return _(hint) if hint else None
 
 
+CROSS_MASKED = Case("memory_mask (2, 6), lengths 6 and 3: x (2, 4, 8), memory (2, 6, 8)",
+                    _cross(8, 2, (2, 4, 8), (2, 6, 8), seed=803, mask=_lengths_mask([6, 3], 6)),
+                    hint=MEMORY_MASK_HINT, tags=("mask",))
+
+
+def _cross_gradients_empty(cls):
+    """A source sentence that is all padding: its queries see no key (output: linear_o's bias)."""
+    module = fill_parameters(cls(8, 2), seed=835)
+    inputs = {"x": randn(2, 3, 8, seed=837), "memory": randn(2, 4, 8, seed=839),
+              "memory_mask": _lengths_mask([4, 0], 4)}
+    return with_gradients(module, inputs, module, seed=841)
+
+
 check_cross_attention = Check(
     id="07.cross_attention",
     target="transformer:CrossAttention",
@@ -507,9 +585,7 @@ check_cross_attention = Check(
              shape_hint="the output has one row per decoder position: (*, L_q, d_model)"),
         Case("padded encoder positions are invisible", _padding_hidden, hint=MEMORY_MASK_HINT,
              expect=_padding_invisible, tags=("mask",)),
-        Case("memory_mask (2, 6), lengths 6 and 3: x (2, 4, 8), memory (2, 6, 8)",
-             _cross(8, 2, (2, 4, 8), (2, 6, 8), seed=803, mask=_lengths_mask([6, 3], 6)),
-             hint=MEMORY_MASK_HINT, tags=("mask",)),
+        CROSS_MASKED,
         Case("one query, one key: x (1, 4), memory (1, 4)", _cross(4, 2, (1, 4), (1, 4), seed=805),
              hint="with one key every query's weight on it is 1: the output is "
                   "linear_o(merge_heads(v)). " + CROSS_HINT),
@@ -521,5 +597,15 @@ check_cross_attention = Check(
         Case("gradients w.r.t. x, memory and every parameter", _cross_gradients,
              hint="every projection must be used, with no .detach(): " + CROSS_HINT,
              tags=("mask",)),
+        Case("gradients with a source that is all padding (memory_mask all False)",
+             _cross_gradients_empty,
+             hint="a query that sees no encoder position gets attention output 0 (so linear_o's "
+                  "bias), and every gradient is a number, never NaN. " + MEMORY_MASK_HINT,
+             tags=("mask",)),
+        Case("x (2, 3, 8) attends to memory (2, 30, 8): a longer source",
+             _cross(8, 2, (2, 3, 8), (2, 30, 8), seed=843, mask=_lengths_mask([30, 11], 30)),
+             hint="L_q and L_k differ and may be of any size: " + CROSS_HINT, tags=("mask", "size")),
+        float32_of(CROSS_MASKED),
+        meta_of(CROSS_MASKED),
     ],
 )

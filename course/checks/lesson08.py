@@ -8,6 +8,7 @@ import torch
 from course.checks.core import Case, Check
 from course.checks.inputs import (fill_parameters, inputs_unchanged, no_input_modified,
                                   parameter_shapes, randn, with_gradients)
+from course.checks.kinds import float32_of, meta_of
 from course.checks.lesson02 import check_attention_weights, check_causal_mask
 from course.confirm.standins import same
 from course.i18n import N_, _
@@ -112,6 +113,9 @@ def _gate_evidence(outcomes) -> str | None:
 
 
 def _cases(gate: str, width_text: str, seed: int) -> list[Case]:
+    batched = Case("x (2, 3, 6, 8): leading batch axes", _forward(gate, (2, 3, 6, D_MODEL), seed + 50),
+                   hint="leading axes are batch axes; the gate multiplies y of shape "
+                        "(*, L, n_heads, head_dim) before out(y.flatten(-2))", tags=("forward",))
     own_gates = (f"gate_proj = Linear(d_model, {width_text}, bias=False): each head has its "
                  "own gate columns, and the paper's gate has no bias of its own (its logits are "
                  "extra rows of the bias-free q_proj)")
@@ -142,9 +146,7 @@ def _cases(gate: str, width_text: str, seed: int) -> list[Case]:
                   "not from the attention output, and multiply each head's SDPA output by it "
                   "before the output projection W_O (gating after W_O is position G5)",
              tags=("forward",)),
-        Case("x (2, 3, 6, 8): leading batch axes", _forward(gate, (2, 3, 6, D_MODEL), seed + 50),
-             hint="leading axes are batch axes; the gate multiplies y of shape "
-                  "(*, L, n_heads, head_dim) before out(y.flatten(-2))", tags=("forward",)),
+        batched,
         Case("a batch of one sequence of one token, x (1, 1, 8)",
              _scores_and_output(gate, (1, 1, D_MODEL), seed + 55),
              hint="axes of size 1 are real axes: gate_scores of x (1, 1, 8) is "
@@ -159,6 +161,11 @@ def _cases(gate: str, width_text: str, seed: int) -> list[Case]:
              hint="the gate must pass gradients: no .detach() or torch.no_grad() around the "
                   "gate, or gate_proj never learns (its gradient is missing: NaN here)",
              tags=("forward",)),
+        Case("x (2, 24, 8): longer than the lesson's", _forward(gate, (2, 24, D_MODEL), seed + 80),
+             hint="nothing may depend on a fixed sequence length: the gate scores are per "
+                  "token, (*, L, n_heads, width), for any L", tags=("forward", "size")),
+        float32_of(batched),
+        meta_of(batched),
     ]
 
 

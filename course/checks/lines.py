@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from course.i18n import _
+from course.i18n import ENGLISH, N_, _, language, translations
 
 PASS, FAIL, BLOCKED, TODO = "PASS", "FAIL", "BLOCKED", "TODO"
 NOT_IMPLEMENTED = "NOT IMPLEMENTED YET"
@@ -29,15 +29,37 @@ def pass_line(check_id: str, n_cases: int) -> str:
     return f"{PASS} {check_id} ({n_cases} cases)"
 
 
-def visible_only() -> str:
-    """Printed under a PASS line: what a PASS covers."""
-    return _("  (the visible cases only: the grader also tries hidden ones, as "
-             "`make check HIDDEN=1` does)")
+def visible_only(n_cases: int) -> str:
+    """Printed under a PASS line, in the learner's language: what a PASS covers (the PASS line
+    itself stays as the grader reads it)."""
+    return _("  ({n} visible cases: the grader also tries hidden ones, as `make check HIDDEN=1` "
+             "does)").format(n=n_cases)
 
 
-def fail_header(check_id: str, case_name: str) -> str:
-    """The first line of a failure: which check, which case."""
-    return f"{FAIL} {check_id}, case '{case_name}':"
+def fail_header(check_id: str, name: str) -> str:
+    """The first line of a failure: which check, which case (its name in the learner's
+    language; the grader reads only the word and the id)."""
+    return f"{FAIL} {check_id}, case '{case_name(name)}':"
+
+
+CASE_NAME = "case name"  # the catalog's context for the names of cases
+# what course/checks/kinds.py appends to the name of a case it derives (", in float32", ...)
+_SUFFIXES = [(re.compile(r"(?P<base>.+), in (?P<dtype>float32|bfloat16|float16)"), N_("in {dtype}")),
+             (re.compile(r"(?P<base>.+), on the meta device"), N_("on the meta device"))]
+
+
+def case_name(name: str) -> str:
+    """A case's name in the learner's language: the catalog's entry with the context CASE_NAME;
+    a derived case's name is its base case's, then its translated suffix."""
+    if language() == ENGLISH:
+        return name
+    for pattern, suffix in _SUFFIXES:
+        match = pattern.fullmatch(name)
+        if match:
+            return _("{base}, {suffix}").format(
+                base=case_name(match["base"]), suffix=_(suffix).format(**{
+                    k: v for k, v in match.groupdict().items() if k != "base"}))
+    return translations(language()).pgettext(CASE_NAME, name)
 
 
 def blocked_header(check_id: str, roots: list[str]) -> str:

@@ -41,7 +41,7 @@ def where_lines(outcome) -> list[str]:
 
 def tally(outcomes: list) -> list[str]:
     """How many cases fail, and which (the first few)."""
-    failing = [o.case.name for o in outcomes if o.failed]
+    failing = [lines.case_name(o.case.name) for o in outcomes if o.failed]
     if len(outcomes) < 2 or len(failing) < 2:
         return []
     names = ", ".join(f"'{n}'" for n in failing[:SHOWN_NAMES])

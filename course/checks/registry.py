@@ -84,3 +84,15 @@ def learner_texts() -> list[str]:
             if text:
                 found[text] = None
     return list(found)
+
+
+def case_names() -> list[str]:
+    """The name of every case a lesson module writes (not those derived by course/checks/kinds.py,
+    whose names are a case's name and a marked suffix), each once: the catalog holds them with
+    the context CASE_NAME, and `lines.case_name` translates them where a learner reads them."""
+    found: dict[str, None] = {}
+    for check in all_checks().values():
+        for case in check.cases:
+            if case.variant is None:
+                found[case.name] = None
+    return list(found)

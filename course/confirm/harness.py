@@ -96,6 +96,40 @@ def _build(cls, case):
     return module
 
 
+def _converted(value, dtype, device):
+    """Floating tensors to `dtype`, every tensor to `device` (None: unchanged), inside lists,
+    tuples and dicts."""
+    if isinstance(value, torch.Tensor):
+        if dtype is not None and value.is_floating_point():
+            value = value.to(dtype)
+        return value.to(device) if device is not None else value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_converted(v, dtype, device) for v in value)
+    if isinstance(value, dict):
+        return {k: _converted(v, dtype, device) for k, v in value.items()}
+    return value
+
+
+# what code that reads values raises on the meta device: such code cannot be judged there
+DATA_DEPENDENT = ("cannot be called on meta tensors", "Cannot copy out of meta tensor",
+                  "data-independent implementation does not exist", "meta device type tensor",
+                  "aten::_local_scalar_dense", "is_nonzero")
+ON_DEVICE = "output on the inputs' device"
+
+
+def _on_device(call, args, kwargs) -> dict:
+    """A case on the meta device: whether every output is on meta (values do not exist there)."""
+    try:
+        with torch.no_grad():
+            result = call(*args, **kwargs)
+    except (RuntimeError, NotImplementedError, TypeError) as error:
+        if any(text in str(error) for text in DATA_DEPENDENT):
+            return {ON_DEVICE: torch.tensor(True)}  # the code reads values: not judged here
+        raise
+    found = _tensors([result], [])
+    return {ON_DEVICE: torch.tensor(bool(found) and all(t.device.type == "meta" for t in found))}
+
+
 def _loss_weights(shape, seed, dtype):
     generator = torch.Generator().manual_seed(int(seed))
     return torch.randn(tuple(shape), generator=generator, dtype=torch.float64).to(dtype)
@@ -113,50 +147,70 @@ def run_case(impl, case: dict) -> dict:
           parameter ("grad param <name>").
       "init": torch.manual_seed(case["torch_seed"]), build the module (no state), return its
           state ("state <name>"): how the module initialises its parameters.
-    Every call also returns "inputs modified": one bool per tensor argument.
+    case["dtype"] ("float32", ...): floating arguments and the module's parameters in that dtype
+    (the outputs' dtype is then part of the answer). case["device"] ("meta"): arguments and
+    module on that device, where tensors have no values; the one output says whether every
+    result is on it (a tensor made on a fixed device inside the code raises or lands elsewhere).
+    Every other call also returns "inputs modified": one bool per tensor argument.
     """
     kind = case["kind"]
     if kind == "init":
         torch.manual_seed(int(case["torch_seed"]))
         module = impl(*case.get("init_args", []), **case.get("init_kwargs", {})).double()
         return {f"state {k}": v.detach().clone() for k, v in module.state_dict().items()}
-    args, kwargs = _clone(case.get("args", [])), _clone(case.get("kwargs", {}))
+    dtype = getattr(torch, case["dtype"]) if case.get("dtype") else None
+    device = case.get("device")
+    args = _converted(_clone(case.get("args", [])), dtype, device)
+    kwargs = _converted(_clone(case.get("kwargs", {})), dtype, device)
     inputs = _tensors([args, kwargs], [])
-    before = [t.clone() for t in inputs]
     grad = bool(case.get("grad"))
     module = None
     if kind == "module":
         module = _build(impl, case)
+        if dtype is not None:
+            module.to(dtype)
+        if device is not None:
+            module.to(device)
         call = getattr(module, case.get("method", "forward")) if case.get("method") else module
     else:
         call = impl
+    if device is not None:
+        return _on_device(call, args, kwargs)
+    before = [t.clone() for t in inputs]
     if not grad:
         with torch.no_grad():
             outputs = _as_outputs(call(*args, **kwargs))
     else:
-        named = [(f"grad arg {i}", a) for i, a in enumerate(args)] + \
-                [(f"grad {k}", v) for k, v in kwargs.items()]
-        leaves = [(n, t) for n, t in named if isinstance(t, torch.Tensor) and t.is_floating_point()]
-        for _, t in leaves:
-            t.requires_grad_(True)
-        parameters = [(f"grad param {n}", p) for n, p in module.named_parameters()] \
-            if module is not None else []
-        with torch.enable_grad():
-            result = call(*args, **kwargs)
-            outputs = _as_outputs(result)
-            main = result if isinstance(result, torch.Tensor) else None
-            targets = leaves + parameters
-            grads = [None] * len(targets)
-            if main is not None and main.requires_grad:
-                loss = (main * _loss_weights(main.shape, case.get("loss_seed", 0), main.dtype)).sum()
-                grads = torch.autograd.grad(loss, [t for _, t in targets], allow_unused=True)
-        for (name, target), g in zip(targets, grads):
-            outputs[name] = torch.full_like(target.detach(), float("nan")) if g is None \
-                else g.detach().clone()
-        for _, t in leaves:
-            t.requires_grad_(False)
+        outputs = _with_gradients(call, args, kwargs, module, case.get("loss_seed", 0))
     outputs["inputs modified"] = torch.tensor(
         [not torch.equal(b, t.detach()) for b, t in zip(before, inputs)], dtype=torch.bool)
+    return outputs
+
+
+def _with_gradients(call, args, kwargs, module, loss_seed) -> dict:
+    """The outputs of call(*args, **kwargs) and the gradients of sum(output * w) with respect to
+    every floating tensor argument and every parameter of `module` (NaN where none arrives)."""
+    named = [(f"grad arg {i}", a) for i, a in enumerate(args)] + \
+            [(f"grad {k}", v) for k, v in kwargs.items()]
+    leaves = [(n, t) for n, t in named if isinstance(t, torch.Tensor) and t.is_floating_point()]
+    for _, t in leaves:
+        t.requires_grad_(True)
+    parameters = [(f"grad param {n}", p) for n, p in module.named_parameters()] \
+        if module is not None else []
+    with torch.enable_grad():
+        result = call(*args, **kwargs)
+        outputs = _as_outputs(result)
+        main = result if isinstance(result, torch.Tensor) else None
+        targets = leaves + parameters
+        grads = [None] * len(targets)
+        if main is not None and main.requires_grad:
+            loss = (main * _loss_weights(main.shape, loss_seed, main.dtype)).sum()
+            grads = torch.autograd.grad(loss, [t for _, t in targets], allow_unused=True)
+    for (name, target), g in zip(targets, grads):
+        outputs[name] = torch.full_like(target.detach(), float("nan")) if g is None \
+            else g.detach().clone()
+    for _, t in leaves:
+        t.requires_grad_(False)
     return outputs
 
 

@@ -27,7 +27,7 @@ from course import ROOT
 from course.confirm.judge import judge
 from course.confirm.standins import load as load_file
 
-PUBLIC_SEED = 20  # issue 20; course/grading must refuse it as the secret seed of a grading run
+PUBLIC_SEED = 20  # public; course/grading must refuse it as the secret seed of a grading run
 PUBLIC_FILE = ROOT / "course" / "reference_data" / "hidden_public.pt.gz"
 HARNESS = Path(__file__).with_name("harness.py")
 

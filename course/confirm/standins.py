@@ -75,6 +75,8 @@ def same(a: Any, b: Any) -> bool:
 def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
+    if a.device.type == "meta" or b.device.type == "meta":
+        return True  # a case on the meta device: shapes and dtypes are all there is to match
     a, b = a.detach(), b.detach()
     if torch.equal(a, b):  # the usual match, one cheap comparison (isclose would agree)
         return True
@@ -87,6 +89,8 @@ def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
 def gap(a: Any, b: Any) -> float:
     """How far apart two same-shaped tensor arguments are (inf when not comparable)."""
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape:
+        if a.device.type == "meta" or b.device.type == "meta":
+            return 0.0 if a.dtype == b.dtype else float("inf")
         if not a.dtype.is_floating_point or not b.dtype.is_floating_point:
             return 0.0 if torch.equal(a, b.to(a.dtype)) else float("inf")
         difference = (a.detach().double() - b.detach().double()).abs().nan_to_num(float("inf"))
@@ -151,8 +155,12 @@ def arguments(function, args: tuple, kwargs: dict, method: bool) -> dict | None:
 
 
 def plain(value: Any) -> Any:
-    """A value as a recorded argument: tensors detached, tuples and sizes as lists."""
+    """A value as a recorded argument: tensors detached, tuples and sizes as lists; a tensor on
+    the meta device (which has no values) as zeros of its shape and dtype on the CPU, a
+    placeholder that matches any meta tensor of that shape and dtype."""
     if isinstance(value, torch.Tensor):
+        if value.device.type == "meta":
+            return torch.zeros(value.shape, dtype=value.dtype)
         return value.detach()
     if isinstance(value, (tuple, list, torch.Size)):
         return [plain(v) for v in value]
@@ -162,7 +170,7 @@ def plain(value: Any) -> Any:
 
 
 def state_of(module) -> dict[str, torch.Tensor]:
-    return {name: p.detach() for name, p in module.named_parameters()}
+    return {name: plain(p) for name, p in module.named_parameters()}
 
 
 class Call:
@@ -187,6 +195,11 @@ class Call:
         if self.module is not None:
             found += [(f"parameter {n}", p) for n, p in self.module.named_parameters()]
         return found
+
+    def on_meta(self) -> bool:
+        """Whether the call's tensors are on the meta device."""
+        values = list(self.args) + list(self.kwargs.values())
+        return any(isinstance(v, torch.Tensor) and v.device.type == "meta" for v in values)
 
     def needs_grad(self) -> bool:
         return torch.is_grad_enabled() and any(t.requires_grad for _, t in self.inputs())
@@ -280,8 +293,13 @@ class Recorder:
                 output = _Recorded.apply(call, entry, *[t for _, t in call.inputs()])
             else:
                 output = call()
-        entry["output"] = output.detach().clone() if isinstance(output, torch.Tensor) else output
+        entry["output"] = plain(output).clone() if isinstance(output, torch.Tensor) else output
         return output
+
+
+def _tensors_only(value: Any) -> bool:
+    return isinstance(value, (tuple, list)) and bool(value) and \
+        all(isinstance(t, torch.Tensor) for t in value)
 
 
 class Replay:
@@ -302,7 +320,13 @@ class Replay:
                 if call.needs_grad() and found["vjps"]:
                     return _Replayed.apply(found, call, patch.misses,
                                            *[t for _, t in call.inputs()])
+                if call.on_meta():  # the recorded output is a placeholder of its shape
+                    return torch.empty_like(found["output"], device="meta")
                 return found["output"].clone()
+            if found is not None and _tensors_only(found.get("output")) and not call.needs_grad():
+                # a tuple of tensors (lesson 09's output and logsumexp), outside autograd
+                patch.replaced.append(target)
+                return type(found["output"])(t.clone() for t in found["output"])
             name, distance = closest(self.table, target, args, state)
             patch.misses.append({"target": target, "why": name, "gap": distance})
         with patch.inside(target):

@@ -88,10 +88,15 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _interrupt_on_sigterm() -> None:
+    """Ctrl-C (SIGINT) and SIGTERM stop the run the same way. SIGINT's handler is installed
+    here, not inherited: a process started in the background of a script (`make grade ... &`,
+    a CI job, a test runner) starts with SIGINT ignored, and would then grade on after a
+    Ctrl-C sent to it."""
     def stop(signum, frame):
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _given(args) -> dict:

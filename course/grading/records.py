@@ -19,6 +19,7 @@ import hmac
 import json
 import os
 import re
+import sys
 import tempfile
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -175,10 +176,23 @@ def student_files(out: Path) -> list[Path]:
 
 
 def load_students(out: Path) -> dict[str, StudentRecord]:
-    """Every student record in OUT, by report name."""
-    found = {}
+    """Every student record in OUT that the grader wrote, by report name. A record whose MAC does
+    not verify (edited, or written by something else), that names another file than its own or
+    that cannot be read is left out with a warning: a resumed run grades that student again, and
+    the gradebook never shows it."""
+    found, key = {}, out_key(out)
     for path in student_files(out):
-        record = StudentRecord.from_json(read_json(path))
+        try:
+            data = read_json(path)
+            record = StudentRecord.from_json(data)
+            why = ("its MAC does not verify" if key is not None and not verify(data, key) else
+                   "it names another report" if record.report_name != path.stem else None)
+        except Exception as err:  # noqa: BLE001 - a damaged file is that student's, not the class's
+            why = f"it cannot be read ({type(err).__name__})"
+        if why:
+            print(f"warning: {path} left out: {why}; that student is graded again",
+                  file=sys.stderr)
+            continue
         found[record.report_name] = record
     return found
 

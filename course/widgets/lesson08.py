@@ -5,10 +5,13 @@ numbers, so tests can check them; draw functions fill a matplotlib Figure.
 """
 from __future__ import annotations
 
+import math
+
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
 
+from course.columns import width
 from course.i18n import N_, _
 from course.lm_training import GATE_BINS, SEEDS, UNIFORM_SHARE, VARIANTS, run_key
 from course.widgets.base import live_figure
@@ -70,12 +73,22 @@ def draw_first_token_share(fig, runs: dict, dataset: str = "bb", seed="mean",
     ax.legend(fontsize=8, loc="upper right")
 
 
+def dropdown_width(labels, description_columns: int = 12) -> str:
+    """A CSS width that shows the longest of `labels` whole, next to a description: about 0.6 em
+    per column of monospace-like width (a Chinese character takes two columns)."""
+    columns = max(width(text) for text in labels) + description_columns
+    return f"{math.ceil(0.6 * columns) + 3}em"
+
+
 def sink_explorer(runs: dict) -> widgets.VBox:
     """Pick the runs (a set-up and a dataset), a build and a seed; bars show each layer's
     first-token share for every variant."""
     controls = {
+        # wide enough for the longest choice: a Dropdown is 300 px by default, which cut the
+        # names of the runs off
         "which": widgets.Dropdown(options=[(_(name), key) for key, name in RUNS.items()],
-                                  value=("sink", "bb"), description=_("runs")),
+                                  value=("sink", "bb"), description=_("trained runs"),
+                                  layout=widgets.Layout(width=dropdown_width(_(n) for n in RUNS.values()))),
         "arch": widgets.ToggleButtons(options=[(_("paper-like"), "paper"), (_("GPT-2-style"), "gpt2")],
                                       value="paper", description=_("model")),
         "seed": widgets.Dropdown(options=[(_("mean"), "mean")] + [(str(s), str(s)) for s in SEEDS],
@@ -140,5 +153,54 @@ def attention_maps(weights_by_variant: dict, title: str):
         ax.set_xlabel(_("key (0 = BOS)"))
         ax.set_ylabel(_("query"))
     fig.suptitle(_(title))
+    plt.close(fig)
+    return fig
+
+
+ARM_COLOURS = {**COLOURS, "wider": "tab:brown"}
+ARM_LABELS = {**LABELS, "wider": N_("baseline, wider FFN")}
+# what the training curves draw: (title, the value of one logged point)
+CURVES = {
+    "share": (N_("share on BOS"), lambda point: point["first_token_share"]),
+    "bos_cost": (N_("cost of blocking BOS (nats)"),
+                 lambda point: point["loss_bos_blocked"] - point["val_loss"]),
+    "val_loss": (N_("validation loss"), lambda point: point["val_loss"]),
+}
+# the experiment's run-key prefixes (course.lesson08_experiment.run_key)
+CURVE_SETUPS = {"experiment/paper": N_("the course's set-up"),
+                "experiment/sink/paper": N_("the strong-sink set-up")}
+
+
+def curves_of(runs: dict, prefix: str, arm: str, curve: str) -> tuple[list[int], list[list[float]]]:
+    """(steps, one list of values per seed) of one arm's logged training curves."""
+    value = CURVES[curve][1]
+    found = [m["curve"] for k, m in runs.items()
+             if k.startswith(f"{prefix}/bb/{arm}/seed") and m.get("curve")]
+    steps = [point["step"] for point in found[0]] if found else []
+    return steps, [[value(point) for point in c] for c in found]
+
+
+def training_curves(runs: dict, prefixes=tuple(CURVE_SETUPS), curves=tuple(CURVES),
+                    arms=tuple(ARM_LABELS)):
+    """One panel per set-up and measurement: every seed's curve (thin) and their mean (thick),
+    one colour per arm, drawn from the shipped metrics. Set-ups without a logged run are left
+    out (the experiment ships the runs trained so far)."""
+    prefixes = [p for p in prefixes if any(curves_of(runs, p, arm, "share")[1] for arm in arms)] or list(prefixes)[:1]
+    fig, axes = plt.subplots(len(prefixes), len(curves), figsize=(4.0 * len(curves), 2.9 * len(prefixes)),
+                             layout="constrained", squeeze=False)
+    for row, prefix in zip(axes, prefixes):
+        for ax, curve in zip(row, curves):
+            for arm in arms:
+                steps, seeds = curves_of(runs, prefix, arm, curve)
+                if not seeds:
+                    continue
+                for values in seeds:
+                    ax.plot(steps, values, color=ARM_COLOURS[arm], linewidth=0.6, alpha=0.35)
+                ax.plot(steps, np.mean(seeds, axis=0), color=ARM_COLOURS[arm], linewidth=2,
+                        label=f"{_(ARM_LABELS[arm])} (n = {len(seeds)})")
+            ax.set_title(f"{_(CURVE_SETUPS[prefix])}: {_(CURVES[curve][0])}", fontsize=9)
+            ax.set_xlabel(_("training step"))
+        if row[0].get_legend_handles_labels()[0]:  # a set-up with no run yet has no legend
+            row[0].legend(fontsize=7)
     plt.close(fig)
     return fig

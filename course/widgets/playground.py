@@ -92,6 +92,9 @@ REGISTRY = [
           N_("The attention sink: how much attention lands on the first token, layer by layer, in "
              "tiny language models with and without the gate"),
           arguments=_shipped_metrics),
+    Entry("lesson09:tiles_explorer",
+          N_("Attention one tile at a time: the tiles of the score matrix as they are read, and "
+             "one row's running maximum and sum (the online softmax)")),
 ]
 
 

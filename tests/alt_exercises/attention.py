@@ -4,7 +4,7 @@ def causal_mask(n: int) -> torch.Tensor:
 
 
 def padding_mask(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
-    return (torch.arange(max_len) < lengths.unsqueeze(-1)).unsqueeze(-2)
+    return (torch.arange(max_len, device=lengths.device) < lengths.unsqueeze(-1)).unsqueeze(-2)
 
 
 def attention_weights(q, k, bias=None, mask=None):

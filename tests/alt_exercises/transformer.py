@@ -15,9 +15,10 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None,
     """The rotation written out on the two halves, as complex-free 2x2 rotations."""
     half = x.shape[-1] // 2
     if positions is None:
-        positions = torch.arange(x.shape[-2])
-    i = torch.arange(half, dtype=torch.float64)
-    theta = torch.outer(positions.to(torch.float64), torch.pow(base, -2.0 * i / x.shape[-1]))
+        positions = torch.arange(x.shape[-2], device=x.device)
+    i = torch.arange(half, dtype=torch.float64, device=x.device)
+    theta = torch.outer(positions.to(device=x.device, dtype=torch.float64),
+                        torch.pow(base, -2.0 * i / x.shape[-1]))
     cos, sin = theta.cos().to(x.dtype), theta.sin().to(x.dtype)
     first, second = x[..., :half], x[..., half:]
     return torch.cat([first * cos - second * sin, second * cos + first * sin], dim=-1)
@@ -81,6 +82,6 @@ class CrossAttention(nn.Module):
         scores = torch.einsum("...qhc,...khc->...hqk", q, k) / math.sqrt(q.shape[-1])
         if memory_mask is not None:
             scores = scores.masked_fill(~memory_mask[..., None, None, :], float("-inf"))
-        weights = torch.softmax(scores, dim=-1)
+        weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # a source of padding only: 0
         o = torch.einsum("...hqk,...khc->...qhc", weights, v)
         return self.linear_o(o.flatten(-2))

@@ -12,66 +12,66 @@ CASCADES = [
     Cascade('02.attention_weights', (SCORE,), (
         'BLOCKED 02.attention_weights by 01.scaled_scores:',
         'your attention_weights calls your scaled_scores, which fails 01.scaled_scores: fix that first.',
-        'On its own, your attention_weights is right: with the reference scaled_scores in place of yours, all 11 cases pass.',
+        'On its own, your attention_weights is right: with the reference scaled_scores in place of yours, all 17 cases pass.',
     ), 'scaled_scores unscaled'),
     Cascade('02.attention_forward', (SCORE,), (
         'BLOCKED 02.attention_forward by 01.scaled_scores:',
         'your scaled_dot_product_attention calls your attention_weights, and through it your scaled_scores, which fails 01.scaled_scores: fix that first.',
-        'On its own, your scaled_dot_product_attention is right: with the reference attention_weights in place of yours, all 5 cases pass.',
+        'On its own, your scaled_dot_product_attention is right: with the reference attention_weights in place of yours, all 9 cases pass.',
     ), 'scaled_scores unscaled, two levels up'),
     Cascade('03.multi_head_attention', (SCORE,), (
         'BLOCKED 03.multi_head_attention by 01.scaled_scores:',
         'your MultiHeadAttention calls your scaled_dot_product_attention, and through it your scaled_scores, which fails 01.scaled_scores: fix that first.',
-        'On its own, your MultiHeadAttention is right: with the reference scaled_dot_product_attention in place of yours, all 15 cases pass.',
+        'On its own, your MultiHeadAttention is right: with the reference scaled_dot_product_attention in place of yours, all 21 cases pass.',
     ), 'scaled_scores unscaled, across lessons'),
     Cascade('05.global_attention', (SCORE,), (
         'BLOCKED 05.global_attention by 01.scaled_scores:',
         'your MultiHeadAttention calls your scaled_dot_product_attention, and through it your scaled_scores, which fails 01.scaled_scores: fix that first.',
         '(also blocked by the same: 03.multi_head_attention)',
-        'On its own, your MultiHeadAttention is right: with the reference scaled_dot_product_attention in place of yours, all 12 cases pass.',
+        'On its own, your MultiHeadAttention is right: with the reference scaled_dot_product_attention in place of yours, all 16 cases pass.',
     ), 'scaled_scores unscaled, across lessons'),
     Cascade('06.full_module', (SCORE,), (
         'BLOCKED 06.full_module by 01.scaled_scores:',
         "this check also runs your MultiHeadAttention's lesson 03 part, and through it your scaled_scores, which fails 01.scaled_scores: fix that first.",
         '(also blocked by the same: 05.global_attention, 06.gate)',
-        'On its own, your MultiHeadAttention is right: with the reference MultiHeadAttention._attention, MultiHeadAttention._global_attention in place of yours, all 12 cases pass.',
+        'On its own, your MultiHeadAttention is right: with the reference MultiHeadAttention._attention, MultiHeadAttention._global_attention in place of yours, all 16 cases pass.',
     ), 'scaled_scores unscaled, across lessons'),
     Cascade('07.decoder_block', (SCORE,), (
         'BLOCKED 07.decoder_block by 01.scaled_scores:',
         'your DecoderBlock calls your scaled_dot_product_attention, and through it your scaled_scores, which fails 01.scaled_scores: fix that first.',
         '(also blocked by the same: 03.multi_head_attention)',
-        'On its own, your DecoderBlock is right: with the reference scaled_dot_product_attention in place of yours, all 8 cases pass.',
+        'On its own, your DecoderBlock is right: with the reference scaled_dot_product_attention in place of yours, all 11 cases pass.',
     ), 'scaled_scores unscaled, across lessons'),
     Cascade('07.cross_attention', (SCORE,), (
         'BLOCKED 07.cross_attention by 01.scaled_scores:',
         'your CrossAttention calls your scaled_dot_product_attention, and through it your scaled_scores, which fails 01.scaled_scores: fix that first.',
-        'On its own, your CrossAttention is right: with the reference scaled_dot_product_attention in place of yours, all 8 cases pass.',
+        'On its own, your CrossAttention is right: with the reference scaled_dot_product_attention in place of yours, all 12 cases pass.',
     ), 'scaled_scores unscaled, across lessons'),
     Cascade('08.gate_headwise', (SCORE,), (
         'BLOCKED 08.gate_headwise by 01.scaled_scores:',
         'your GatedCausalSelfAttention calls your attention_weights, and through it your scaled_scores, which fails 01.scaled_scores: fix that first.',
         '(also blocked by the same: 08.gate_elementwise)',
-        'On its own, your GatedCausalSelfAttention is right: with the reference attention_weights in place of yours, all 10 cases pass.',
+        'On its own, your GatedCausalSelfAttention is right: with the reference attention_weights in place of yours, all 13 cases pass.',
     ), 'scaled_scores unscaled, across lessons'),
     Cascade('07.decoder_block', (('transformer.py', 'return x * cos + rotated * sin', 'return x * sin + rotated * cos'),), (
         'BLOCKED 07.decoder_block by 07.rope:',
         'your DecoderBlock calls your apply_rope, which fails 07.rope: fix that first.',
-        'On its own, your DecoderBlock is right: with the reference apply_rope in place of yours, all 8 cases pass.',
+        'On its own, your DecoderBlock is right: with the reference apply_rope in place of yours, all 11 cases pass.',
     ), "RoPE's cos and sin swapped"),
     Cascade('07.decoder_block', (('transformer.py', 'rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)', 'rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True)) + self.eps'),), (
         'BLOCKED 07.decoder_block by 07.rms_norm:',
         'your DecoderBlock calls your RMSNorm, which fails 07.rms_norm: fix that first.',
-        'On its own, your DecoderBlock is right: with the reference RMSNorm.forward in place of yours, all 8 cases pass.',
+        'On its own, your DecoderBlock is right: with the reference RMSNorm.forward in place of yours, all 11 cases pass.',
     ), "RMSNorm's eps outside the root"),
     Cascade('07.cross_attention', (('mha.py', 'return x.view(*batch, L, N_head, width // N_head).transpose(-3, -2)', 'return x.view(*batch, N_head, L, width // N_head)'),), (
         'BLOCKED 07.cross_attention by 03.split_heads:',
         'your CrossAttention calls your split_heads, which fails 03.split_heads: fix that first.',
-        'On its own, your CrossAttention is right: with the reference split_heads in place of yours, all 8 cases pass.',
+        'On its own, your CrossAttention is right: with the reference split_heads in place of yours, all 12 cases pass.',
     ), 'split_heads viewed heads first'),
     Cascade('02.attention_weights', (('softmax.py', '    shifted = x - x.amax(dim=dim, keepdim=True)\n    exponentials = shifted.exp()\n    return exponentials / exponentials.sum(dim=dim, keepdim=True)', '    raise NotImplementedError("lesson 01: write stable_softmax in exercises/softmax.py")'),), (
         'BLOCKED 02.attention_weights by 01.stable_softmax:',
         'your attention_weights calls your stable_softmax, which is not written yet (01.stable_softmax): write it first.',
-        'On its own, your attention_weights is right: with the reference stable_softmax in place of yours, all 11 cases pass.',
+        'On its own, your attention_weights is right: with the reference stable_softmax in place of yours, all 17 cases pass.',
     ), 'stable_softmax not written yet'),
     Cascade('05.global_attention', (('mha.py', 'self.linear_o = nn.Linear(N_head * c, c_in)', 'self.linear_o = nn.Linear(N_head * c, c_in, bias=False)'),), (
         'BLOCKED 05.global_attention by 03.multi_head_attention:',
@@ -86,7 +86,7 @@ CASCADES = [
     Cascade('02.attention_forward', (SCORE, ('attention.py', 'return attention_weights(q, k, bias=bias, mask=mask) @ v', 'return attention_weights(q, k, bias=bias, mask=mask) @ k'),), (
         'BLOCKED 02.attention_forward by 01.scaled_scores:',
         'your scaled_dot_product_attention calls your attention_weights, and through it your scaled_scores, which fails 01.scaled_scores: fix that first.',
-        'It also fails on its own, with the reference attention_weights in place of yours:',
+        'It also fails on its own, with the reference attention_weights, scaled_scores in place of yours:',
         "FAIL 02.attention_forward, case '3 queries, 5 keys, c=4, values of width 6':",
         'output shape: expected (3, 6), got (3, 4)',
         'hint: the output is weights @ v: shape (*, q, c_v), here (3, 6)',
@@ -105,4 +105,20 @@ CASCADES = [
         "this check also runs your MultiHeadAttention's lesson 06 part, which fails 06.gate: fix that first.",
         'It could not be tried on its own: what 06.gate checks sits in code no stand-in can replace (a constructor, or forward itself), and this exercise runs that code too.',
     ), "the gate's sigmoid missing", isolate=True),
+    # lesson 09: the tiled forward calls scaled_scores; the backward calls both
+    Cascade('09.tiled_forward', (SCORE,), (
+        'BLOCKED 09.tiled_forward by 01.scaled_scores:',
+        'your tiled_attention_forward calls your scaled_scores, which fails 01.scaled_scores: fix that first.',
+        'On its own, your tiled_attention_forward is right: with the reference scaled_scores in place of yours, all 15 cases pass.',
+    ), 'scaled_scores unscaled, in every tile'),
+    Cascade('09.tiled_backward', (SCORE,), (
+        'BLOCKED 09.tiled_backward by 01.scaled_scores:',
+        'your tiled_attention calls your tiled_attention_forward, and through it your scaled_scores, which fails 01.scaled_scores: fix that first.',
+        'On its own, your tiled_attention is right: with the reference scaled_scores, tiled_attention_forward in place of yours, all 12 cases pass.',
+    ), 'scaled_scores unscaled, forward and backward'),
+    Cascade('09.tiled_backward', (('tiled.py', 'acc = acc * rescale + p_v', 'acc = acc + p_v'),), (
+        'BLOCKED 09.tiled_backward by 09.tiled_forward:',
+        'your tiled_attention calls your tiled_attention_forward, which fails 09.tiled_forward: fix that first.',
+        'On its own, your tiled_attention is right: with the reference tiled_attention_forward in place of yours, all 12 cases pass.',
+    ), 'the forward forgets to rescale its output accumulator'),
 ]

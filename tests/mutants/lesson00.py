@@ -35,3 +35,22 @@ MUTANTS += [
                'hint: `reslt` is not defined there: a typo, a name used before it is assigned, or a module not imported',
            )),
 ]
+
+# The classes the derived cases and the larger sizes find (another dtype, the meta device,
+# a module built outside no_grad, gradients of edge rows, sizes past the lesson's, large
+# scores with a mask, .T on batched tensors, the argument that differs): each fails its own
+# check with the hint of its class, as the student reads it.
+MUTANTS += [
+    Mutant('00.batched_dot', 'warmup.py', 'return (a * b).sum(dim=-1)',
+           'return (a * b).sum(dim=-1).double()', "", 'the result cast to float64', kind='dtype',
+           exact=(
+               'output dtype: expected torch.float32, got torch.float64 (the values agree)',
+               "hint: your result is float64 for float32 inputs: the output's dtype must follow the input's, and something in your code fixes it (dtype=torch.float64 or .double()): create tensors with dtype=x.dtype (zeros_like, x.new_zeros, x.new_tensor) and never cast the result",
+           )),
+    Mutant('00.batched_dot', 'warmup.py', 'return (a * b).sum(dim=-1)',
+           'return (a * b.detach()).sum(dim=-1)', "", 'b detached', kind='gradients',
+           exact=(
+               'grad b shape (2, 4, 3) as expected, but it holds 24 NaN where the reference has numbers',
+               'hint: the output is right but no gradient reaches b: something on its path to the output is cut (.detach(), torch.no_grad(), .data, .item() or a new torch.tensor(...)), so it would never learn',
+           )),
+]

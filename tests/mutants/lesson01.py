@@ -61,7 +61,7 @@ MUTANTS += [
     Mutant('01.stable_softmax', 'softmax.py', 'exponentials = shifted.exp()',
            'exponentials = torch.exp(shifted).float()', "", 'exp cast to float32',
            exact=(
-               'output dtype: expected torch.float64, got torch.float32 (the values agree)',
+               'output shape (4,) as expected; max |expected - got| = 1.75e-08 (tolerance 1e-12 + 1e-10*|expected|); and its dtype is torch.float32, not torch.float64',
                "hint: your result is float32, the reference (like the inputs) float64: something in your code makes float32 (torch.zeros/ones/empty/tensor/arange without dtype=, or .float()): create tensors with dtype=x.dtype (or zeros_like, new_zeros) so that the result keeps the input's dtype",
            )),
     Mutant('01.stable_softmax', 'softmax.py', 'shifted = x - x.amax(dim=dim, keepdim=True)',
@@ -91,5 +91,48 @@ MUTANTS += [
            exact=(
                'output dtype: expected torch.float64, got torch.float32 (the values agree)',
                "hint: your result is float32, the reference (like the inputs) float64: something in your code makes float32 (torch.zeros/ones/empty/tensor/arange without dtype=, or .float()): create tensors with dtype=x.dtype (or zeros_like, new_zeros) so that the result keeps the input's dtype",
+           )),
+]
+
+# The classes the derived cases and the larger sizes find (another dtype, the meta device,
+# a module built outside no_grad, gradients of edge rows, sizes past the lesson's, large
+# scores with a mask, .T on batched tensors, the argument that differs): each fails its own
+# check with the hint of its class, as the student reads it.
+MUTANTS += [
+    Mutant('01.stable_softmax', 'softmax.py', 'return exponentials / exponentials.sum(dim=dim, keepdim=True)',
+           'return exponentials / exponentials.sum(dim=dim, keepdim=True, dtype=torch.float64)', "", 'the sum accumulated in float64', kind='dtype',
+           exact=(
+               'output dtype: expected torch.float32, got torch.float64 (the values agree)',
+               "hint: your result is float64 for float32 inputs: the output's dtype must follow the input's, and something in your code fixes it (dtype=torch.float64 or .double()): create tensors with dtype=x.dtype (zeros_like, x.new_zeros, x.new_tensor) and never cast the result",
+           )),
+    Mutant('01.stable_softmax', 'softmax.py', 'exponentials = shifted.exp()',
+           'exponentials = shifted.float().exp().double()', "", 'exp in float32, cast back to float64', kind='dtype',
+           exact=(
+               'output shape (4,) as expected; max |expected - got| = 4.11e-09 (tolerance 1e-12 + 1e-10*|expected|)',
+               "hint: your result equals the reference only to about 6e-08 (relative), the rounding of float32: somewhere a float32 tensor enters the computation (torch.arange/zeros/tensor without dtype=, an integer arange divided by a number, .float()): compute in the input's dtype",
+           )),
+    Mutant('01.stable_softmax', 'softmax.py', 'return exponentials / exponentials.sum(dim=dim, keepdim=True)',
+           'exponentials /= exponentials.sum(dim=dim, keepdim=True)\n    return exponentials', "", "normalised in place (backward needs exp's output)", kind='gradients',
+           exact=(
+               'raised RuntimeError: one of the variables needed for gradient computation has been modified by an inplace operation: [torch.DoubleTensor [2, 4, 3]], which is output 0 of Exp, is at version 1; expected version 0 instead. Hint: enable anomaly detection to find the operation that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).',
+               'hint: an in-place operation (+=, x[...] = ..., .add_) overwrote a tensor that autograd still needs: compute into a new tensor',
+           )),
+    Mutant('01.scaled_scores', 'softmax.py', 'q @ k.transpose(-2, -1) / math.sqrt(c)',
+           'torch.matmul(q, k.T) / math.sqrt(c)', "", 'matmul with k.T', kind='.T',
+           exact=(
+               'raised RuntimeError: The size of tensor a (3) must match the size of tensor b (6) at non-singleton dimension 1',
+               'hint: `.T` reverses EVERY axis of a tensor with more than two (and is deprecated there): with batch axes, k.T is not the keys transposed. Swap only the last two axes: k.transpose(-2, -1) (or k.mT)',
+           )),
+    Mutant('01.scaled_scores', 'softmax.py', 'q @ k.transpose(-2, -1) / math.sqrt(c)',
+           'q @ k.t() / math.sqrt(c)', "", 'k.t()', kind='.T',
+           exact=(
+               'raised RuntimeError: t() expects a tensor with <= 2 dimensions, but self is 4D',
+               'hint: `.t()` takes a matrix only: with batch axes, swap the last two axes with k.transpose(-2, -1) (or k.mT)',
+           )),
+    Mutant('01.scaled_scores', 'softmax.py', 'q @ k.transpose(-2, -1) / math.sqrt(c)',
+           '(k @ q.T).T / math.sqrt(c)', "", '(k @ q.T).T', kind='.T',
+           exact=(
+               'raised RuntimeError: The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 1',
+               'hint: `.T` reverses EVERY axis of a tensor with more than two (and is deprecated there): with batch axes, k.T is not the keys transposed. Swap only the last two axes: k.transpose(-2, -1) (or k.mT)',
            )),
 ]

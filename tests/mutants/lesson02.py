@@ -38,8 +38,8 @@ MUTANTS = [
            "bias += scores\n        scores = bias", IN_PLACE,
            "adds the scores into the caller's bias in place"),
     Mutant("02.attention_weights", "attention.py", "return stable_softmax(scores, dim=-1)\n",
-           "return stable_softmax(scores, dim=-2)\n", "not the query axis",
-           "softmax over the query axis"),
+           "return stable_softmax(scores, dim=-2)\n", "`dim` is -2, the reference passes -1",
+           "softmax over the query axis", kind="evidence"),
     Mutant("02.attention_weights", "attention.py", "scores = scores + bias",
            "scores = scores + bias / q.shape[-1] ** 0.5", "unscaled",
            "bias divided by sqrt(c) too"),
@@ -169,5 +169,54 @@ MUTANTS += [
                'at solutions/attention.mutant.py, line 44, in attention_weights:',
                'scores = scores.masked_fill(~mask, float("-inf"))',
                'hint: `~` on a float tensor: a mask must be a bool tensor (did two arguments trade places, such as bias and mask?)',
+           )),
+]
+
+# The classes the derived cases and the larger sizes find (another dtype, the meta device,
+# a module built outside no_grad, gradients of edge rows, sizes past the lesson's, large
+# scores with a mask, .T on batched tensors, the argument that differs): each fails its own
+# check with the hint of its class, as the student reads it.
+MUTANTS += [
+    Mutant('02.padding_mask', 'attention.py', 'positions = torch.arange(max_len, device=lengths.device)',
+           'positions = torch.arange(max_len)', "", 'arange on the default device', kind='device',
+           exact=(
+               'raised RuntimeError: Tensor on device meta is not on the expected device cpu!',
+               'hint: a tensor created inside your code sits on a fixed device (the CPU) while the inputs are elsewhere (here the `meta` device; on a GPU the same code fails): create tensors with device=x.device (torch.arange(n, device=x.device), zeros_like, x.new_ones(...)), or move them with .to(x.device); a tensor kept in a module belongs in register_buffer, so that module.to() moves it',
+           )),
+    Mutant('02.attention_weights', 'attention.py', 'scores = scores.masked_fill(~mask, float("-inf"))',
+           'scores = torch.where(mask, scores, torch.full(scores.shape, float("-inf"), dtype=scores.dtype))', "", '-inf filled from a new tensor on the default device', kind='device',
+           exact=(
+               'raised RuntimeError: Tensor on device cpu is not on the expected device meta!',
+               'hint: a tensor created inside your code sits on a fixed device (the CPU) while the inputs are elsewhere (here the `meta` device; on a GPU the same code fails): create tensors with device=x.device (torch.arange(n, device=x.device), zeros_like, x.new_ones(...)), or move them with .to(x.device); a tensor kept in a module belongs in register_buffer, so that module.to() moves it',
+           )),
+    Mutant('02.causal_mask', 'attention.py', 'return torch.ones(n, n, dtype=torch.bool).tril()',
+           'return torch.ones(8, 8, dtype=torch.bool).tril()[:n, :n]', "", 'a fixed mask of size 8, cut to n', kind='sizes',
+           exact=(
+               'output shape: expected (37, 37), got (8, 8)',
+               'hint: build the mask for the n asked for (torch.ones(n, n).tril(), or compare positions), not by cutting a fixed-size mask: sequences can be of any length',
+           )),
+    Mutant('02.attention_weights', 'attention.py', '    scores = scores.masked_fill(~mask, float("-inf"))\n    # a row that is all -inf would give (-inf) - (-inf) = NaN; zero it instead\n    sees_something = mask.expand_as(scores).any(dim=-1, keepdim=True)\n    scores = scores.masked_fill(~sees_something, 0.0)\n    return stable_softmax(scores, dim=-1) * sees_something',
+           '    e = scores.exp() * mask\n    return e / e.sum(-1, keepdim=True).clamp_min(1e-300)', "", 'exp of the raw scores, times the mask', kind='large scores',
+           exact=(
+               'output shape (2, 3, 5) as expected, but it holds 11 NaN where the reference has numbers',
+               "hint: scores here reach about ±2000 and some keys are masked: hide the masked scores before anything else (masked_fill(~mask, float('-inf'))), then use your stable_softmax, which shifts each row by the max over the keys it may see; exp of the raw scores overflows to inf, and a shift by a masked key's score can turn every visible key's exp into 0",
+           )),
+    Mutant('02.attention_weights', 'attention.py', '    scores = scores.masked_fill(~mask, float("-inf"))\n    # a row that is all -inf would give (-inf) - (-inf) = NaN; zero it instead\n    sees_something = mask.expand_as(scores).any(dim=-1, keepdim=True)\n    scores = scores.masked_fill(~sees_something, 0.0)\n    return stable_softmax(scores, dim=-1) * sees_something',
+           '    e = (scores - scores.amax(-1, keepdim=True)).exp() * mask\n    return e / e.sum(-1, keepdim=True).clamp_min(1e-300)', "", 'shifted by the max over all keys, masked ones included', kind='large scores',
+           exact=(
+               'output shape (2, 3, 5) as expected; max |expected - got| = 1 (tolerance 1e-09 + 1e-07*|expected|)',
+               "hint: scores here reach about ±2000 and some keys are masked: hide the masked scores before anything else (masked_fill(~mask, float('-inf'))), then use your stable_softmax, which shifts each row by the max over the keys it may see; exp of the raw scores overflows to inf, and a shift by a masked key's score can turn every visible key's exp into 0",
+           )),
+    Mutant('02.attention_weights', 'attention.py', '    scores = scores.masked_fill(~mask, float("-inf"))\n    # a row that is all -inf would give (-inf) - (-inf) = NaN; zero it instead\n    sees_something = mask.expand_as(scores).any(dim=-1, keepdim=True)\n    scores = scores.masked_fill(~sees_something, 0.0)\n    return stable_softmax(scores, dim=-1) * sees_something',
+           '    e = scores.masked_fill(~mask, float("-inf")).exp()\n    return e / e.sum(-1, keepdim=True).clamp_min(1e-300)', "", 'masked with -inf, but no shift by the max', kind='large scores',
+           exact=(
+               'output shape (2, 3, 5) as expected, but it holds 6 NaN where the reference has numbers',
+               "hint: scores here reach about ±2000 and some keys are masked: hide the masked scores before anything else (masked_fill(~mask, float('-inf'))), then use your stable_softmax, which shifts each row by the max over the keys it may see; exp of the raw scores overflows to inf, and a shift by a masked key's score can turn every visible key's exp into 0",
+           )),
+    Mutant('02.attention_weights', 'attention.py', '    return stable_softmax(scores, dim=-1) * sees_something',
+           '    return stable_softmax(scores, dim=-2) * sees_something', "", 'the masked softmax over the query axis', kind='evidence',
+           exact=(
+               'output shape (2, 5, 5) as expected, but it holds 10 NaN where the reference has numbers',
+               "hint: your attention_weights calls stable_softmax with other arguments than the reference: `dim` is -2, the reference passes -1. That call is where your computation first leaves the reference's, so the bug is in what you pass there (the code before that call agrees)",
            )),
 ]

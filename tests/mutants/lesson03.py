@@ -122,3 +122,22 @@ MUTANTS += [
                'hint: the values v passed to scaled_dot_product_attention differ while q and k agree: v = split_heads(linear_v(x), N_head)',
            )),
 ]
+
+# The classes the derived cases and the larger sizes find (another dtype, the meta device,
+# a module built outside no_grad, gradients of edge rows, sizes past the lesson's, large
+# scores with a mask, .T on batched tensors, the argument that differs): each fails its own
+# check with the hint of its class, as the student reads it.
+MUTANTS += [
+    Mutant('03.multi_head_attention', 'mha.py', 'self.linear_o = nn.Linear(N_head * c, c_in)',
+           'self.linear_o = nn.Linear(N_head * c, c_in)\n        self.linear_o.bias.zero_()', "", 'the output bias zeroed in place in __init__', kind='no_grad',
+           exact=(
+               'raised RuntimeError: a leaf Variable that requires grad is being used in an in-place operation.',
+               'hint: an in-place change of a parameter in __init__ (.zero_(), .fill_(), .mul_(), +=) raises when autograd is on, as it is wherever the module is used: set starting values inside `with torch.no_grad():`, or with nn.init.zeros_, nn.init.ones_ or nn.init.constant_ (which do so)',
+           )),
+    Mutant('03.split_heads', 'mha.py', 'return x.view(*batch, L, N_head, width // N_head).transpose(-3, -2)',
+           'return torch.as_tensor(x.detach().numpy()).view(*batch, L, N_head, width // N_head).transpose(-3, -2)', "", 'a round trip through numpy', kind='gradients',
+           exact=(
+               'grad x shape (2, 5, 8) as expected, but it holds 80 NaN where the reference has numbers',
+               'hint: the output is right but no gradient reaches x: something on its path to the output is cut (.detach(), torch.no_grad(), .data, .item() or a new torch.tensor(...)), so it would never learn',
+           )),
+]

@@ -52,7 +52,7 @@ MUTANTS += [
     Mutant('04.pair_bias', 'bias.py', 'return bias.movedim(-1, -3)  # (*, N_head, R, R)',
            'return bias.movedim(-1, -3).transpose(-2, -1)  # (*, N_head, R, R)', "", 'i and j swapped',
            exact=(
-               'output shape (3, 5, 5) as expected; max |expected - got| = 0.54 (tolerance 0.001 + 0.001*|expected|)',
+               'output shape (3, 5, 5) as expected; max |expected - got| = 0.54 (tolerance 1e-09 + 1e-07*|expected|)',
                "hint: your output is the reference's with its last two axes swapped: i and j swapped: entry [..., h, i, j] must come from z[..., i, j, :], so move only the head axis, from last to in front of (i, j): movedim(-1, -3), keeping i before j",
            )),
     Mutant('04.pair_bias', 'bias.py', 'return bias.movedim(-1, -3)  # (*, N_head, R, R)',
@@ -74,5 +74,24 @@ MUTANTS += [
            exact=(
                "outputs: expected ['param layer_norm_z.bias', 'param layer_norm_z.weight', 'param linear_z.weight'], got ['param linear_z.weight']",
                "hint: layer_norm_z: nn.LayerNorm(c_z); linear_z: nn.Linear(c_z, N_head, bias=False) (AF2's pair bias projection has no bias)",
+           )),
+]
+
+# The classes the derived cases and the larger sizes find (another dtype, the meta device,
+# a module built outside no_grad, gradients of edge rows, sizes past the lesson's, large
+# scores with a mask, .T on batched tensors, the argument that differs): each fails its own
+# check with the hint of its class, as the student reads it.
+MUTANTS += [
+    Mutant('04.pair_bias', 'bias.py', 'self.linear_z = nn.Linear(c_z, N_head, bias=False)',
+           'self.linear_z = nn.Linear(c_z, N_head, bias=False)\n        self.linear_z.weight.mul_(0.1)', "", 'the projection scaled down in place in __init__', kind='no_grad',
+           exact=(
+               'raised RuntimeError: a leaf Variable that requires grad is being used in an in-place operation.',
+               'hint: an in-place change of a parameter in __init__ (.zero_(), .fill_(), .mul_(), +=) raises when autograd is on, as it is wherever the module is used: set starting values inside `with torch.no_grad():`, or with nn.init.zeros_, nn.init.ones_ or nn.init.constant_ (which do so)',
+           )),
+    Mutant('04.broadcastable_bias', 'bias.py', 'return bias.view(*batch, *(1,) * n, *bias.shape[-3:])',
+           'return bias.view(*batch, *(1,) * n, bias.shape[-3], bias.shape[-1], bias.shape[-1])', "", 'the bias taken as square (q = k)', kind='sizes',
+           exact=(
+               "raised RuntimeError: shape '[2, 1, 3, 7, 7]' is invalid for input of size 168",
+               'hint: the last three axes are (N_head, q, k) as they are, also when q != k (cross-attention): take them from bias.shape[-3:], never as (N_head, L, L)',
            )),
 ]

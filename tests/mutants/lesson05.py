@@ -101,3 +101,40 @@ MUTANTS += [
                'hint: two tensors do not line up (2 against 3 on one axis): a reduction without keepdim=True, a missing size-1 axis (x[..., None]), or axes in another order',
            )),
 ]
+
+# The classes the derived cases and the larger sizes find (another dtype, the meta device,
+# a module built outside no_grad, gradients of edge rows, sizes past the lesson's, large
+# scores with a mask, .T on batched tensors, the argument that differs): each fails its own
+# check with the hint of its class, as the student reads it.
+MUTANTS += [
+    Mutant('05.masked_mean', 'mha.py', 'weights = mask.unsqueeze(-1).to(x.dtype)',
+           'weights = mask.unsqueeze(-1).double()', "", 'the mask made float64', kind='dtype',
+           exact=(
+               'output dtype: expected torch.float32, got torch.float64 (the values agree)',
+               "hint: your result is float64 for float32 inputs: the output's dtype must follow the input's, and something in your code fixes it (dtype=torch.float64 or .double()): create tensors with dtype=x.dtype (zeros_like, x.new_zeros, x.new_tensor) and never cast the result",
+           )),
+    Mutant('05.masked_mean', 'mha.py', 'count = weights.sum(dim=dim).clamp_min(1.0)',
+           'count = torch.maximum(weights.sum(dim=dim), torch.ones(weights.sum(dim=dim).shape, dtype=x.dtype))', "", 'a tensor of ones on the default device', kind='device',
+           exact=(
+               'raised RuntimeError: Tensor on device cpu is not on the expected device meta!',
+               'hint: a tensor created inside your code sits on a fixed device (the CPU) while the inputs are elsewhere (here the `meta` device; on a GPU the same code fails): create tensors with device=x.device (torch.arange(n, device=x.device), zeros_like, x.new_ones(...)), or move them with .to(x.device); a tensor kept in a module belongs in register_buffer, so that module.to() moves it',
+           )),
+    Mutant('05.masked_mean', 'mha.py', '    count = weights.sum(dim=dim).clamp_min(1.0)\n    return total / count',
+           '    count = weights.sum(dim=dim)\n    return torch.where(count > 0, total / count, torch.zeros_like(total))', "", '0/0 of an empty slice hidden by torch.where', kind='gradients',
+           exact=(
+               'grad x shape (2, 4, 3) as expected, but it holds 12 NaN where the reference has numbers',
+               "hint: the output is right but the gradient with respect to x holds NaN where the reference's is a number: a step of the forward pass makes NaN or inf (0/0, exp of inf, the softmax of an all -inf row) and a later where, masked_fill or nan_to_num hides it in the output, but backward still sends NaN through it (NaN * 0 = NaN): make every step finite where it is computed (clamp a count to at least 1 before dividing, give a fully masked row finite scores before the softmax)",
+           )),
+    Mutant('05.masked_mean', 'mha.py', '    count = weights.sum(dim=dim).clamp_min(1.0)\n    return total / count',
+           '    return torch.nan_to_num(total / weights.sum(dim=dim))', "", '0/0 of an empty slice hidden by nan_to_num', kind='gradients',
+           exact=(
+               'grad x shape (2, 4, 3) as expected, but it holds 12 NaN where the reference has numbers',
+               "hint: the output is right but the gradient with respect to x holds NaN where the reference's is a number: a step of the forward pass makes NaN or inf (0/0, exp of inf, the softmax of an all -inf row) and a later where, masked_fill or nan_to_num hides it in the output, but backward still sends NaN through it (NaN * 0 = NaN): make every step finite where it is computed (clamp a count to at least 1 before dividing, give a fully masked row finite scores before the softmax)",
+           )),
+    Mutant('05.masked_mean', 'mha.py', '    count = weights.sum(dim=dim).clamp_min(1.0)\n    return total / count',
+           '    count = weights.sum(dim=dim)\n    return (total / count).masked_fill(count == 0, 0.0)', "", '0/0 of an empty slice hidden by masked_fill', kind='gradients',
+           exact=(
+               'grad x shape (2, 4, 3) as expected, but it holds 12 NaN where the reference has numbers',
+               "hint: the output is right but the gradient with respect to x holds NaN where the reference's is a number: a step of the forward pass makes NaN or inf (0/0, exp of inf, the softmax of an all -inf row) and a later where, masked_fill or nan_to_num hides it in the output, but backward still sends NaN through it (NaN * 0 = NaN): make every step finite where it is computed (clamp a count to at least 1 before dividing, give a fully masked row finite scores before the softmax)",
+           )),
+]

@@ -88,3 +88,22 @@ MUTANTS += [
                "hint: the gate multiplies o (N_head*c channels) BEFORE linear_o, never linear_o's result: with o = 0 the output is linear_o's bias alone",
            )),
 ]
+
+# The classes the derived cases and the larger sizes find (another dtype, the meta device,
+# a module built outside no_grad, gradients of edge rows, sizes past the lesson's, large
+# scores with a mask, .T on batched tensors, the argument that differs): each fails its own
+# check with the hint of its class, as the student reads it.
+MUTANTS += [
+    Mutant('06.gate', 'mha.py', 'o = torch.sigmoid(self.linear_g(x)) * o',
+           'o = torch.sigmoid(self.linear_g(x).double()) * o', "", 'the gate computed in double inside the model', kind='dtype',
+           exact=(
+               'raised RuntimeError: mat1 and mat2 must have the same dtype, but got Double and Float',
+               "hint: your code works in float64 but not in the lower precision of this case (its name says which): the output's dtype must follow the input's, so nothing in it may fix a dtype (dtype=torch.float64, .double(), .float(), or torch.zeros/ones/tensor/arange without dtype=, which gives float32): create tensors with dtype=x.dtype (zeros_like, x.new_zeros, x.new_tensor) and compute every part in the input's dtype",
+           )),
+    Mutant('06.gate', 'mha.py', '            with torch.no_grad():\n                self.linear_g.weight.zero_()\n                self.linear_g.bias.fill_(1.0)',
+           '            self.linear_g.weight.zero_()\n            self.linear_g.bias.fill_(1.0)', "", 'the gate initialised in place without no_grad', kind='no_grad',
+           exact=(
+               'raised RuntimeError: a leaf Variable that requires grad is being used in an in-place operation.',
+               'hint: an in-place change of a parameter in __init__ (.zero_(), .fill_(), .mul_(), +=) raises when autograd is on, as it is wherever the module is used: set starting values inside `with torch.no_grad():`, or with nn.init.zeros_, nn.init.ones_ or nn.init.constant_ (which do so)',
+           )),
+]

@@ -26,14 +26,14 @@ MUTANTS = [
     Mutant("07.sinusoidal_encoding", F,
            "two_i = torch.arange(0, d_model, 2, dtype=torch.float64)",
            "two_i = torch.arange(0, d_model // 2, dtype=torch.float64)",
-           "the exponent is 2i/d_model, not i/d_model", "exponent i/d_model (pair index, no 2)"),
+           "the exponent counts pairs, not channels", "exponent i/d_model (pair index, no 2)"),
     Mutant("07.sinusoidal_encoding", F, ANGLE,
-           "angle = positions * base ** (two_i / d_model)", "ONE angle pos / base**(2i/d_model)",
+           "angle = positions * base ** (two_i / d_model)", "instead of divided",
            "multiplied by base**(2i/d) instead of divided"),
     Mutant("07.sinusoidal_encoding", F,
            "positions = torch.arange(L, dtype=torch.float64)[:, None]  # (L, 1)",
            "positions = torch.arange(1, L + 1, dtype=torch.float64)[:, None]  # (L, 1)",
-           "positions counting from 0", "positions counted from 1"),
+           "positions count from 1 here", "positions counted from 1"),
     Mutant("07.sinusoidal_encoding", F, ANGLE,
            "angle = positions / 10000.0 ** (two_i / d_model)", "use the `base` argument",
            "base hard-coded to 10000"),
@@ -231,6 +231,59 @@ VISIBLE_ONLY = [
            'inv_freq = 1.0 / base ** (torch.arange(0, c, 2) / c)  # (c/2,)', "", 'integer arange: the frequencies in float32',
            exact=(
                'output shape (3, 16) as expected; max |expected - got| = 7.88e-07 (tolerance 1e-09 + 1e-07*|expected|)',
-               "hint: your result equals the reference only to about 2e-07 (relative), the rounding of float32: somewhere a float32 tensor enters the computation (torch.arange/zeros/tensor without dtype=, an integer arange divided by a number, .float()): compute in the input's dtype",
+               "hint: your result equals the reference only to about 3e-07 (relative), the rounding of float32: somewhere a float32 tensor enters the computation (torch.arange/zeros/tensor without dtype=, an integer arange divided by a number, .float()): compute in the input's dtype",
+           )),
+]
+
+# The classes the derived cases and the larger sizes find (another dtype, the meta device,
+# a module built outside no_grad, gradients of edge rows, sizes past the lesson's, large
+# scores with a mask, .T on batched tensors, the argument that differs): each fails its own
+# check with the hint of its class, as the student reads it.
+MUTANTS += [
+    Mutant('07.rms_norm', 'transformer.py', 'rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)  # (*, 1)',
+           'rms = torch.sqrt(x.double().pow(2).mean(dim=-1, keepdim=True) + self.eps)  # (*, 1)', "", 'the mean square in double', kind='dtype',
+           exact=(
+               'output dtype: expected torch.float32, got torch.float64 (the values agree)',
+               "hint: your result is float64 for float32 inputs: the output's dtype must follow the input's, and something in your code fixes it (dtype=torch.float64 or .double()): create tensors with dtype=x.dtype (zeros_like, x.new_zeros, x.new_tensor) and never cast the result",
+           )),
+    Mutant('07.decoder_block', 'transformer.py', 'mask=causal_mask(L).to(h.device))',
+           'mask=causal_mask(L))', "", 'the causal mask left on the CPU', kind='device',
+           exact=(
+               'raised RuntimeError: Tensor on device meta is not on the expected device cpu!',
+               'hint: a tensor created inside your code sits on a fixed device (the CPU) while the inputs are elsewhere (here the `meta` device; on a GPU the same code fails): create tensors with device=x.device (torch.arange(n, device=x.device), zeros_like, x.new_ones(...)), or move them with .to(x.device); a tensor kept in a module belongs in register_buffer, so that module.to() moves it',
+           )),
+    Mutant('07.rms_norm', 'transformer.py', 'self.weight = nn.Parameter(torch.ones(d_model))',
+           'self.weight = nn.Parameter(torch.empty(d_model))\n        self.weight.fill_(1.0)', "", 'the weight filled in place after wrapping', kind='no_grad',
+           exact=(
+               'raised RuntimeError: a leaf Variable that requires grad is being used in an in-place operation.',
+               'hint: an in-place change of a parameter in __init__ (.zero_(), .fill_(), .mul_(), +=) raises when autograd is on, as it is wherever the module is used: set starting values inside `with torch.no_grad():`, or with nn.init.zeros_, nn.init.ones_ or nn.init.constant_ (which do so)',
+           )),
+    Mutant('07.decoder_block', 'transformer.py', 'o = scaled_dot_product_attention(q, k, v, mask=causal_mask(L).to(h.device))',
+           'o = scaled_dot_product_attention(q, k, v, mask=causal_mask(8)[:L, :L].to(h.device))', "", 'the causal mask cut from one of size 8', kind='sizes',
+           exact=(
+               'raised RuntimeError: The size of tensor a (8) must match the size of tensor b (20) at non-singleton dimension 3',
+               'hint: nothing in forward may depend on a fixed sequence length: L = h.shape[-2], causal_mask(L) and the positions 0 .. L-1 of that length',
+           )),
+    Mutant('07.rope', 'transformer.py', '        positions = torch.arange(L)\n',
+           '        positions = torch.arange(64)[:L]\n', "", 'positions from a table of 64', kind='sizes',
+           exact=(
+               'raised RuntimeError: The size of tensor a (300) must match the size of tensor b (64) at non-singleton dimension 0',
+               'hint: positions are arange(L) for any L, not a table of fixed size: pair i (channels i and i + c/2) turns by the angle pos * base**(-2i/c), for i = 0 .. c/2 - 1: the exponent is -2i/c, and the same angle serves both halves (cat([angle, angle], -1))',
+           )),
+    Mutant('07.cross_attention', 'transformer.py', 'q = split_heads(self.linear_q(x), self.n_heads)  # (*, n_heads, L_q, c)\n        k = split_heads(self.linear_k(memory), self.n_heads)  # (*, n_heads, L_k, c)\n        v = split_heads(self.linear_v(memory), self.n_heads)',
+           'head_dim = self.linear_q.out_features // self.n_heads\n        q = split_heads(self.linear_q(x), head_dim)\n        k = split_heads(self.linear_k(memory), head_dim)\n        v = split_heads(self.linear_v(memory), head_dim)', "", 'split_heads given the head width, not the number of heads', kind='evidence',
+           exact=(
+               'output shape (4, 8) as expected; max |expected - got| = 1.04 (tolerance 1e-09 + 1e-07*|expected|)',
+               'hint: your CrossAttention calls split_heads with other arguments than the reference: `N_head` is 4, the reference passes 2. Pass what the reference passes',
+           )),
+]
+
+# the wrong angle formula named (a check's diagnosis of which formula the encoding matches)
+MUTANTS += [
+    Mutant('07.sinusoidal_encoding', 'transformer.py', 'angle = positions / base ** (two_i / d_model)  # (L, d_model/2)',
+           'angle = positions / base ** two_i / d_model  # (L, d_model/2)', "", "the exponent's brackets lost", kind='evidence',
+           exact=(
+               'output shape (5, 2) as expected; max |expected - got| = 1.67 (tolerance 1e-09 + 1e-07*|expected|)',
+               'hint: the exponent lost its brackets: pos / base**2i / d_model computes base**2i first and divides by d_model after; write pos / base**(2i / d_model)',
            )),
 ]

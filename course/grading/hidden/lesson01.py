@@ -6,7 +6,7 @@ import torch
 from course.grading.hidden.spec import hidden
 
 
-@hidden("01.stable_softmax")
+@hidden("01.stable_softmax", atol=1e-12, rtol=1e-10)  # as the visible check: float64 is exact
 def _stable_softmax(d):
     a, b, c = d.int(2, 5), d.int(2, 5), d.int(2, 4)
     return [
@@ -22,6 +22,14 @@ def _stable_softmax(d):
         d.call("rows spanning a wide range",
                d.randn(a, b + 1) + torch.linspace(-900.0, 900.0, b + 1, dtype=torch.float64), dim=-1),
         d.call("one row", d.randn(1, b), dim=-1),
+        d.call("long rows", d.randn(a, d.int(300, 600), scale=10.0), dim=-1),
+        d.grad(d.call("rows spanning a wide range",
+                      d.randn(a, b + 1) + torch.linspace(-900.0, 900.0, b + 1,
+                                                         dtype=torch.float64), dim=-1)),
+        d.grad(d.call("middle dim", d.randn(a, b, c), dim=1)),
+        d.float32(d.call("middle dim", d.randn(a, b, c), dim=1)),
+        {**d.call("middle dim, in bfloat16", d.randn(a, b, c), dim=1), "dtype": "bfloat16"},
+        d.meta(d.call("middle dim", d.randn(a, b, c), dim=1)),
     ]
 
 
@@ -34,4 +42,8 @@ def _scaled_scores(d):
         d.call("queries and keys", d.randn(n_q, c), d.randn(n_k, c)),
         d.call("batch", d.randn(*batch, n_q, c), d.randn(*batch, n_k, c)),
         d.call("c=1, one query", d.randn(1, 1), d.randn(n_k, 1)),
+        d.call("many queries and keys", d.randn(d.int(30, 50), c), d.randn(d.int(20, 40), c)),
+        d.grad(d.call("batch", d.randn(*batch, n_q, c), d.randn(*batch, n_k, c))),
+        d.float32(d.call("batch", d.randn(*batch, n_q, c), d.randn(*batch, n_k, c))),
+        d.meta(d.call("batch", d.randn(*batch, n_q, c), d.randn(*batch, n_k, c))),
     ]

@@ -1,6 +1,8 @@
 """Hidden cases of lesson 03 (multi-head): see course/grading/hidden/spec.py."""
 from __future__ import annotations
 
+import torch
+
 from course.grading.hidden.spec import columns_mask, hidden
 
 
@@ -12,6 +14,8 @@ def _split_heads(d):
         d.call("batch", d.randn(*d.batch(2, low=2, min_axes=1), L, N * c), N),
         d.call("one head", d.randn(L, c), 1),
         d.call("heads of width 1", d.randn(2, L, N), N),
+        d.grad(d.call("batch", d.randn(2, L, N * c), N)),
+        d.float32(d.call("split", d.randn(L, N * c), N)),
     ]
 
 
@@ -23,12 +27,15 @@ def _merge_heads(d):
         d.call("batch", d.randn(*d.batch(2, low=2, min_axes=1), N, L, c)),
         d.call("one head, length 1", d.randn(2, 1, 1, c)),
         d.call("transposed input", d.randn(2, L, N, c).transpose(-3, -2)),
+        d.grad(d.call("batch", d.randn(2, N, L, c))),
+        d.float32(d.call("merge", d.randn(N, L, c))),
     ]
 
 
 def mha_cases(d, extra: dict, allow_bias: bool = True):
     """MultiHeadAttention(c_in, c, N_head, attn_dim=..., **extra): forward, masks, attn_dim."""
     c_in, c, N, L, S = d.int(2, 7), d.int(2, 4), d.int(2, 3), d.int(2, 5), d.int(3, 5)
+    long = d.int(20, 40)
     kw = {**extra, "use_bias_for_embeddings": False}
     with_bias = {**extra, "use_bias_for_embeddings": True}
     cases = [
@@ -49,6 +56,17 @@ def mha_cases(d, extra: dict, allow_bias: bool = True):
                  kwargs={"attention_mask": d.mask(2, L + 1)}),
         d.module("gradients", (c_in, c, N), kw, args=[d.randn(2, L, c_in)],
                  kwargs={"attention_mask": d.mask(2, L)}, grad=True),
+        d.module("gradients, a sequence of padding only", (c_in, c, N), kw,
+                 args=[d.randn(2, L, c_in)], grad=True,
+                 kwargs={"attention_mask": torch.stack([d.mask(L), torch.zeros(L, dtype=torch.bool)])}),
+        d.module("long, padding mask", (c_in, c, N), kw, args=[d.randn(2, long, c_in)],
+                 kwargs={"attention_mask": d.mask(2, long)}),
+        d.float32(d.module("padding mask", (c_in, c, N), kw, args=[d.randn(2, L + 1, c_in)],
+                           kwargs={"attention_mask": d.mask(2, L + 1)})),
+        d.meta(d.module("padding mask", (c_in, c, N), kw, args=[d.randn(2, L + 1, c_in)],
+                        kwargs={"attention_mask": d.mask(2, L + 1)})),
+        d.meta(d.module("rows, attn_dim=-2", (c_in, c, N), {**kw, "attn_dim": -2},
+                        args=[d.randn(2, L, c_in)])),
     ]
     if allow_bias:
         cases.append(d.module("bias", (c_in, c, N), kw, args=[d.randn(S, L, c_in)],

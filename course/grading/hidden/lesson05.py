@@ -9,6 +9,7 @@ from course.grading.hidden.spec import columns_mask, hidden
 @hidden("05.masked_mean")
 def _masked_mean(d):
     S, L, c = d.int(2, 5), d.int(2, 5), d.int(2, 4)
+    long = d.int(30, 60)
     x = d.randn(S, L, c)
     empty = d.mask(S, L, keep_one=False)
     empty[:, 0] = False
@@ -22,6 +23,11 @@ def _masked_mean(d):
         d.call("no mask, dim=0", d.randn(S, L, c), None, 0),
         d.call("no mask, dim=-3", d.randn(2, S, L, c), None, -3),
         d.call("size-1 axes", d.randn(1, 1, c), torch.ones(1, 1, dtype=torch.bool), -2),
+        d.call("long", d.randn(2, long, c), d.mask(2, long), -2),
+        d.grad(d.call("an empty slice", d.randn(L, S, c), torch.cat(
+            [torch.zeros(1, S, dtype=torch.bool), d.mask(L - 1, S)]), -2)),
+        d.float32(d.call("batch", d.randn(2, S, L, c), d.mask(2, S, L), -2)),
+        d.meta(d.call("batch", d.randn(2, S, L, c), d.mask(2, S, L), -2)),
     ]
 
 
@@ -50,4 +56,14 @@ def _global_attention(d):
         d.module("gradients", (c_in, c, N), {**kw, "attn_dim": -3},
                  args=[d.randn(S, R, c_in)], kwargs={"attention_mask": columns_mask(d, S, R)},
                  grad=True),
+        d.module("gradients, a column of padding only", (c_in, c, N), {**kw, "attn_dim": -3},
+                 args=[d.randn(S, R, c_in)], kwargs={"attention_mask": all_padding}, grad=True),
+        d.module("many sequences", (c_in, c, N), {**kw, "attn_dim": -3},
+                 args=[d.randn(d.int(25, 40), R, c_in)]),
+        d.float32(d.module("embedding biases, padding", (c_in, c, N),
+                           {**with_bias, "attn_dim": -3}, args=[d.randn(S, R, c_in)],
+                           kwargs={"attention_mask": columns_mask(d, S, R)})),
+        d.meta(d.module("embedding biases, padding", (c_in, c, N), {**with_bias, "attn_dim": -3},
+                        args=[d.randn(S, R, c_in)],
+                        kwargs={"attention_mask": columns_mask(d, S, R)})),
     ]

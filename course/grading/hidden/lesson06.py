@@ -32,4 +32,11 @@ def _full_module(d):
                                                      "attention_mask": columns_mask(d, R, S).T}),
         d.module("gradients, global", (c_in, c, N), {**kw, "is_global": True, "attn_dim": -3},
                  args=[d.randn(S, R, c_in)], grad=True),
+        d.float32(d.module("global, gated, columns with padding", (c_in, c, N),
+                           {**kw, "is_global": True, "attn_dim": -3},
+                           args=[d.randn(2, S, R, c_in)],
+                           kwargs={"attention_mask": d.mask(2, S, R)})),
+        d.meta(d.module("global, gated, columns with padding", (c_in, c, N),
+                        {**kw, "is_global": True, "attn_dim": -3}, args=[d.randn(2, S, R, c_in)],
+                        kwargs={"attention_mask": d.mask(2, S, R)})),
     ]

@@ -30,6 +30,9 @@ def _rope(d):
         d.call("float positions, other base", d.randn(L, c), d.randn(L).abs() * 10, base=500.0),
         d.call("c=2", d.randn(3, L, 2)),
         {**d.call("float32", d.randn(2, L, c).float()), "atol": 1e-5, "rtol": 1e-5},
+        d.call("long", d.randn(d.int(200, 400), c)),
+        d.grad(d.call("batch and heads", d.randn(2, 3, L, c))),
+        d.meta(d.call("batch and heads", d.randn(2, 3, L, c))),
     ]
 
 
@@ -42,6 +45,8 @@ def _rms_norm(d):
         d.module("tiny values, eps matters", (D,), {"eps": 1e-4}, args=[d.randn(2, D, scale=1e-3)]),
         d.module("another eps", (D,), {"eps": 0.5}, args=[d.randn(4, D)]),
         d.module("gradients", (D,), args=[d.randn(3, D)], grad=True),
+        d.float32(d.module("forward", (D,), args=[d.randn(2, 3, D)])),
+        d.meta(d.module("forward", (D,), args=[d.randn(2, 3, D)])),
     ]
 
 
@@ -56,12 +61,16 @@ def _decoder_block(d):
         d.module("batch with RoPE", (D, heads, d_ff), {"rope": True},
                  args=[d.randn(*d.batch(2), L + 1, D)]),
         d.module("gradients", (D, heads, d_ff), args=[d.randn(2, L, D)], grad=True),
+        d.module("long", (D, heads, d_ff), args=[d.randn(2, d.int(20, 40), D)]),
+        d.float32(d.module("forward with RoPE", (D, heads, d_ff), args=[d.randn(2, L, D)])),
+        d.meta(d.module("forward with RoPE", (D, heads, d_ff), args=[d.randn(2, L, D)])),
     ]
 
 
 @hidden("07.cross_attention")
 def _cross_attention(d):
     heads, head_dim, L_q, L_k = d.int(2, 3), d.int(2, 3), d.int(2, 5), d.int(2, 6)
+    long = d.int(20, 40)
     D = heads * head_dim
     return [
         d.init("initialisation", (D, heads)),
@@ -72,4 +81,15 @@ def _cross_attention(d):
                  kwargs={"memory_mask": d.mask(3, 2, L_k)}),
         d.module("gradients", (D, heads), args=[d.randn(2, L_q, D), d.randn(2, L_k, D)],
                  kwargs={"memory_mask": d.mask(2, L_k)}, grad=True),
+        d.module("gradients, a source of padding only", (D, heads),
+                 args=[d.randn(2, L_q, D), d.randn(2, L_k, D)], grad=True,
+                 kwargs={"memory_mask": torch.stack([d.mask(L_k),
+                                                     torch.zeros(L_k, dtype=torch.bool)])}),
+        d.module("a long source", (D, heads), args=[d.randn(2, L_q, D), d.randn(2, long, D)],
+                 kwargs={"memory_mask": d.mask(2, long)}),
+        d.float32(d.module("memory mask", (D, heads),
+                           args=[d.randn(2, L_q, D), d.randn(2, L_k, D)],
+                           kwargs={"memory_mask": d.mask(2, L_k)})),
+        d.meta(d.module("memory mask", (D, heads), args=[d.randn(2, L_q, D), d.randn(2, L_k, D)],
+                        kwargs={"memory_mask": d.mask(2, L_k)})),
     ]

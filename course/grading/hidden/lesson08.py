@@ -17,6 +17,9 @@ def _gated_paper(d, gate):
         d.module("gradients", init, args=[d.randn(2, L, D)], grad=True),
         d.module("one token", init, args=[d.randn(2, 1, D)]),
         d.module("gate_scores, a batch of one", init, args=[d.randn(1, L, D)], method="gate_scores"),
+        d.module("long", init, args=[d.randn(2, d.int(20, 40), D)]),
+        d.float32(d.module("batch", init, args=[d.randn(2, L, D)])),
+        d.meta(d.module("batch", init, args=[d.randn(2, L, D)])),
     ]
 
 

@@ -102,6 +102,21 @@ class Draw:
                 "args": list(args), "kwargs": kwargs or {}, "method": method, "grad": grad,
                 "loss_seed": self.seed()}
 
+    # ---------------------------------------------- the same case, of another kind (see kinds.py)
+    def grad(self, case: dict) -> dict:
+        """`case` (a call or a module) with the gradients of a fixed loss as outputs too."""
+        return {**case, "name": f"{case['name']}, gradients", "grad": True,
+                "loss_seed": self.seed()}
+
+    def float32(self, case: dict) -> dict:
+        """`case` with its floating inputs (and the module's parameters) in float32: the
+        outputs must be float32 too, within float32's tolerance."""
+        return {**case, "name": f"{case['name']}, in float32", "dtype": "float32"}
+
+    def meta(self, case: dict) -> dict:
+        """`case` on the meta device: every output must stay on the inputs' device."""
+        return {**case, "name": f"{case['name']}, on the meta device", "device": "meta"}
+
     def init(self, name: str, init_args=(), init_kwargs=None) -> dict:
         return {"name": name, "kind": "init", "init_args": list(init_args),
                 "init_kwargs": init_kwargs or {}, "torch_seed": self.seed()}

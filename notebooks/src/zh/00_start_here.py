@@ -40,7 +40,7 @@ import course_setup  # noqa: F401  （把课程加入路径，打开 autoreload�
 #
 # 你打开的笔记本已经用参考答案运行过，所以每个检查单元都显示 `PASS`。你亲自运行检查单元时，检查的才是*你的*代码。想一次检查所有练习，就在课程文件夹的终端里运行 `make check`：每个练习占一行，标明 `PASS`、`FAIL`、`BLOCKED`（附上阻塞它的检查）或 `TODO`，随后列出每个 `FAIL` 的完整信息；`make check ONLY=01.scaled_scores` 只显示一个检查的完整信息。
 #
-# <!-- zh-only: README.md -->（中文版的检查信息、提示和 `make check` 的表格都是中文。`PASS`、`FAIL`、`BLOCKED`、`TODO`、检查编号和用例名在两种语言里都不变，评分程序读的就是它们。说明比较结果的那一行也是中文，只保留标签和公式，例如 `output 形状 (1, 2) 符合预期；max |expected - got| = 0.293（容差 1e-09 + 1e-07*|expected|）`。仍是英文的只有：Python 的报错文字，以及少数几个检查的探测结果，例如 `output holds 2 NaN/inf values`。）
+# <!-- zh-only: README.md -->（中文版的检查信息、提示和 `make check` 的表格都是中文，用例名也译成了中文（其中的形状和代码照原样）。`PASS`、`FAIL`、`BLOCKED`、`TODO` 和检查编号在两种语言里都不变，评分程序读的就是它们。说明比较结果的那一行也是中文，只保留标签和公式，例如 `output 形状 (1, 2) 符合预期；max |expected - got| = 0.293（容差 1e-09 + 1e-07*|expected|）`。仍是英文的只有：Python 的报错文字，以及少数几个检查的探测结果，例如 `output holds 2 NaN/inf values`。）
 
 # %% [markdown] en="826aca318975"
 # ## 你的环境

@@ -1,24 +1,71 @@
-# %% [markdown] en="baa45d7f4633"
+# %% [markdown] en="59cd6d2040fd"
 # # 第 08 课：门控注意力论文，在玩具规模上复现
 #
 # **先修要求：**第 03 课（你的多头注意力：头、`split_heads`）、第 06 课（AlphaFold2 加在注意力输出上的 sigmoid 门）和第 07 课（围绕注意力搭建的 Transformer：`RMSNorm`、旋转位置编码、`DecoderBlock`）。
 #
-# 2025 年，Qiu 等（“Gated Attention for Large Language Models: Non-linearity, Sparsity, and Attention-Sink-Free”，arXiv 2505.06708，Qwen 团队，NeurIPS 2025 最佳论文）训练了 15B 混合专家模型和 1.7B 稠密模型的 30 多种变体，发现有一处改动始终有帮助：把缩放点积注意力（SDPA）的输出乘以一个由词元自身算出的 sigmoid 门，每个头各算各的，放在输出投影 W_O 之前。在本课中，你先搭建这个门，然后亲自检验论文的论断，所用的模型小到可以在笔记本电脑的 CPU 上训练。
+# 2025 年，Qiu 等发表了 “Gated Attention for Large Language Models: Non-linearity, Sparsity, and Attention-Sink-Free”（arXiv 2505.06708，Qwen 团队，NeurIPS 2025 最佳论文）。他们训练了 15B 混合专家模型和 1.7B 稠密模型的 30 多种变体。有一处改动始终有帮助：在输出投影 W_O 之前，把缩放点积注意力（SDPA）的输出乘以一个 sigmoid 门。门由词元自身算出，每个头各算各的。论文的论断之一是：这个门能消除**注意力汇点**（attention sink）。本课先搭建这个门，再亲自检验这条论断。所用的模型很小，笔记本电脑的 CPU 就能训练。
 #
 # **本课你将**
+# - 了解什么是注意力汇点、大模型的汇点为什么要紧，以及怎样检验模型是否*需要*它的汇点，而不只是有没有汇点；
 # - 写出论文的门（位置 G1），逐元素和逐头两种，并通过它们的检查；
-# - 在代码中说明为什么门能加入非线性，而每个头一个固定的数做不到；
-# - 把你第 07 课的 `DecoderBlock` 放进按论文的模型搭建的小型语言模型（RMSNorm、旋转位置编码），旁边是一个 GPT-2 风格的模型（LayerNorm、可学习位置）；
-# - 找出小模型究竟在什么条件下才会形成强的**注意力汇点**（attention sink）（在课程的模型和数据与一个汇点很强的设置之间，一次只改一处）；
-# - 在汇点强和汇点弱的地方分别检验论文的论断：第一个词元上的注意力、门的稀疏性、巨量激活（按其发现者的方式测量）和损失，并诚实地与论文的数字比较。
+# - 把你第 07 课的 `DecoderBlock` 放进一个仿照论文搭建的小型语言模型（RMSNorm、旋转位置编码），旁边再放一个 GPT-2 风格的模型；
+# - 用多个随机种子、训练曲线和精确的秩检验来检验这条论断。检验分两种设置：一种汇点是很强的模式，却没有什么依赖它；另一种模型依赖它的第一个词元；
+# - 在代码中说明为什么门能加入非线性，而每个头一个固定的数做不到，并把一切与论文自己的数字对照。
 
-# %% en="5b7a35735b35"
+# %% en="0e00a3190560"
 import course_setup  # noqa: F401  （把课程加入路径，打开 autoreload）
 
 import torch
 
-# %% [markdown] en="b028de804e87"
-# ## 门，以及原始笔记 003 错在哪里
+from course.columns import pad
+from course.i18n import _
+
+# %% [markdown] en="cf6c9bf7f444"
+# ## 什么是注意力汇点，它为什么要紧
+#
+# softmax 注意力要求每个查询的权重加起来等于 1。某个位置上，一个头也许没有什么有用的东西可读，但这份权重仍得有个去处。训练好的语言模型会把很大一部分权重放在**第一个词元**上，不管这个词元是什么。Xiao 等 2023（“Efficient Streaming Language Models with Attention Sinks”，即 StreamingLLM）把这种现象命名为**注意力汇点**。他们还说明了它为什么要紧。如果键值缓存只保留最近的一段词元，那么第一个词元一旦移出窗口，模型就会崩溃，困惑度暴涨。把最前面四个词元和窗口一起保留，模型又恢复了。可见模型不只是*看着*第一个词元，而是*依赖*它。
+#
+# 这种依赖是有代价的：
+# - **内存与流式推理**：缓存必须保留不承载内容的词元（StreamingLLM）；
+# - **量化**：汇点往往伴随少数几个极大的激活。Sun 等 2024（“Massive Activations in Large Language Models”）在隐藏状态中发现了约为中位数 1,000 倍的元素。它们出现在第一个词元和分隔符上，起着固定偏置的作用。Bondarenko 等 2023（“Quantizable Transformers: Removing Outliers by Helping Attention Heads Do Nothing”）发现，破坏 8 位量化的离群值来自想要“什么也不做”的头：这些头把注意力放在这类词元上。他们的一个办法是给每个头加一个由词元算出的 sigmoid 门，让头可以把自己关掉。这正是论文逐头门的前身；
+# - **长上下文**：论文报告说，这个门消除了汇点，也让模型更好地推广到更长的上下文。
+#
+# Gu 等 2024（“When Attention Sink Emerges in Language Models: An Empirical View”）研究汇点究竟何时形成。他们发现小模型也会形成汇点，前提是在足够多的数据上训练得足够久；学习率、权重衰减和数据都有影响。他们的度量叫**汇点率**（sink rate）：在第一个词元上的平均注意力超过 0.3 的头所占的比例。它适合我们这样的短序列。
+#
+# Guo 等 2024（“Active-Dormant Attention Heads”）构造了一个可以直接观察机制的玩具任务：Bigram-Backcopy，本课就在它上面训练。一个在大多数词元上空闲的头，会把权重送到第一个词元，并把那个词元的值向量变小（“值状态排空”，value-state drain），于是读它几乎什么也加不进来。
+#
+# ## 论文的论断
+#
+# 论文在位置 **G1** 的门，把每个头的 SDPA 输出乘以 σ(X W_θ)，其中 X 是这个词元自己的归一化输入。论文把收益归于两点：(a) 值投影与输出投影之间的**非线性**，(b) **稀疏、依赖查询**的门分数。论文还报告：(c) 门消除了**注意力汇点**和巨量激活，(d) 门降低了损失。它的数字来自表 4（15B 混合专家模型）：
+#
+# | | 基线 | G1 逐元素 | G1 逐头 | 与输入无关的门 |
+# |---|---|---|---|---|
+# | 第一个词元上的注意力（F-Attn） | 0.467 | 0.048 | 0.073 | 0.364 |
+# | 最大激活（M-Act） | 1053 | 94 | 98 | 471 |
+# | 门分数均值 | – | 0.116 | 0.172 | 0.335 |
+# | 困惑度 | 6.026 | 5.761 | | 5.917 |
+#
+# 最后一列是论文自己的对照：一个学到的门，但对每个词元都一样。它只把汇点降低了一点；依赖查询的门把它降到约十分之一。M-Act 是隐藏状态中最大的激活绝对值，与 Sun 等相对中位数的比值不是同一种度量（下文两种都测）。困惑度也可以在论文的仓库里查到（`figs/plot_compare.ipynb`：基线 6.026，G1 5.761）。
+#
+# ## 我们的回答：先看要点
+#
+# 我们在两种设置下训练了一个 2 层、宽度 64 的模型，数据是 Bigram-Backcopy。每种变体都训练了：没有门；G1 逐元素；G1 逐头；每个头一个静态标量；以及 FFN 加宽的基线，它的参数和 G1 逐元素一样多。我们测量了**模式**：BOS（第一个词元）上的注意力份额。我们也测量了**依赖**，也就是 StreamingLLM 的问题：禁止所有查询看 BOS 时，损失上升多少。下面是由随课程提供的测量值算出的要点（各种子上的均值 [最小值, 最大值]，n 为种子数）：
+
+# %% en="c8c2218e1c7d"
+from course import lesson08_analysis as analysis
+from course import lesson08_experiment as experiment
+from course import lm_training as lm
+
+runs = {**lm.load_metrics(), **experiment.load()}
+print(analysis.headline(runs))
+
+# %% [markdown] en="c28051d081f6"
+# - **强汇点设置**（由下文的搜索找到）：基线的第 0 层几乎把全部注意力放在 BOS 上。在 3 个种子中，G1 逐元素都消除了这个模式，倍数与论文相近：按均值降为 1/10.9，按各取一个种子的配对，在 1/4.9 到 1/16.3 之间。每个带门种子都低于每个基线种子；3 对 3 时这相当于 p = 0.05，是 3 对 3 能给出的最强结果。它过不了下文实验检验的校正阈值（0.0125），而实验在这个设置下还没有运行。但屏蔽 BOS 只让这个基线付出约千分之一奈特的代价：它的汇点只是模式，没有依赖，门也就没有依赖可消除。
+# - **课程自己的设置**：模式很弱（0.21），3 个种子显示不出门对它的效应（p = 0.1）。可是屏蔽 BOS 让基线每个字符付出 0.13 奈特。G1 逐元素把代价降到 0.007。静态标量是论文中与输入无关的门在玩具上的对应物，它让代价停在 0.15（一个种子）。在下文的实验中，参数和带门模型一样多的基线也保留了依赖（0.14 和 0.53，两个种子）；基线的第二个种子代价为 0.49，G1 逐元素的为 0.020。每组只有一两个种子时，p 值不可能达到 0.05：有了方向，还算不上检验。
+#
+# **局限，如实说。**2 层，宽度 64，64 个词元，一个学习率，种子数见上面的输出。我们带门后的份额（约 0.04）*低于* 64 个词元上的均匀注意力（0.059）；论文在数千个词元上的 4.8 % 则远*高于*均匀注意力。所以可比的是方向和倍数，不是数值。在课程的设置中，基线在 BOS 处读到的是实在的值：把它置零的代价和屏蔽 BOS 差不多。所以这个玩具的依赖，更像把 BOS 当作固定的输入，而不只是停放权重的地方。功能测试目前每组只依据一两个种子。能把这些方向变成检验的多种子实验（10 个种子、5 组、2 种设置，共 100 次运行）已经写好脚本，并能从中断处继续（`scripts/train_lesson08.py --experiment`，在 CPU 上运行）。它已随课程提供的运行数，以及其余运行所需的 CPU 时间，都打印在下文。这些模型中没有形成巨量激活，所以那条论断在这里无法检验。我们怎样找到这两种设置，以及全部表格，都在后面。
+#
+# ## 门，以及笔记 003 错在哪里
 #
 # 对每个词元，设 X 是这一层归一化后的输入（pre-norm 的 RMSNorm 之后的隐藏状态），Y 是一个头的 SDPA 输出。论文在位置 **G1** 的门是
 #
@@ -29,19 +76,19 @@ import torch
 # 2. **逐头**：每个头有自己的那几列门。*逐元素*（elementwise）指每个头的每个通道一个门，所以 W_θ 有 n_heads·head_dim 列（论文最好的变体）。*逐头*（headwise）指每个头一个门（n_heads 列）；
 # 3. **在 SDPA 之后、W_O 之前**。论文也试过别的位置：值之后（G2）、W_O 之后（G5），等等。G1 最好。
 #
-# **论文的代码原本的样子**（仓库 `qiuzh20/gated_attention`，`modeling_qwen3.py`，一个 Qwen3 模型）：pre-norm 的 **RMSNorm**，q 和 k 上的**旋转位置编码**（RoPE），没有可学习位置。门没有自己的模块：`q_proj` 多出一些输出行，所以门的 logit 与 q、k、v 来自同样的归一化隐藏状态，在 q 自己的归一化和 RoPE 之前。这些行按键/值头的组排列（代码用 `view(bsz, q_len, num_key_value_heads, -1)` 拆分 `q_proj` 的输出）：每组的块里先是这组各头的查询，再是它们的门。只有在不用分组查询注意力时（每组一个头），才是每个头一块。SDPA 之后，输出逐头乘以 `sigmoid(gate)`，然后是 `o_proj`。**没有单独的门偏置**：只有当模型的 QKV 偏置打开时（Qwen3 的默认配置中是关的），才经由 `q_proj` 有偏置。它的 eager 注意力路径用 float32 计算 softmax。
+# **论文的代码原本的样子**（仓库 `qiuzh20/gated_attention`，`modeling_qwen3.py`，一个 Qwen3 模型）：pre-norm 的 **RMSNorm**，q 和 k 上的**旋转位置编码**（RoPE），没有可学习位置。门没有自己的模块：`q_proj` 多出一些输出行，所以门的 logit 与 q、k、v 来自同样的归一化隐藏状态，在 q 自己的归一化和 RoPE 之前。这些行按键/值头的组排列（代码用 `view(bsz, q_len, num_key_value_heads, -1)` 拆分 `q_proj` 的输出）：每组的块里先是这组各头的查询，再是它们的门。只有不用分组查询注意力时（每组一个头），才是每个头一块。SDPA 之后，输出逐头乘以 `sigmoid(gate)`，然后是 `o_proj`。**没有单独的门偏置**：只有设置了 `config.qkv_bias`，`q_proj`（以及 `k_proj`、`v_proj` 和 `o_proj`）才有偏置。仓库的配置类没有定义这个选项（它定义的是 `attention_bias=False`），所以它的取值来自发布模型的配置。它的 eager 注意力路径用 float32 计算 softmax。
 #
 # 我们的练习把门写成一个单独的、不带偏置的 `gate_proj = Linear(d_model, n_gates, bias=False)`，输入同一个 X。它与不带偏置的 `q_proj` 多出的那些行是同一个函数，只是更易读，也更容易关掉。
 #
-# 原始笔记 003（本课程出发点之一的笔记）把门描述为*每个头一个可学习的标量* σ(g_h)，对每个词元都一样。这是**错的**，而且区别很重要。每个头一个固定的数可以并入 W_O（下面你会亲手做），所以它既不增加非线性，也不带来依赖查询的稀疏性。原始笔记还引用了一个“rank 127.3 → 156.8”，它不在论文里，也不可能发生（同样见下文）。它的引用“Qwen Team (2024)”也是错的。
+# 笔记 003（本课程出发点之一的原始笔记）把门描述为*每个头一个可学习的标量* σ(g_h)，对每个词元都一样。这是**错的**，而且区别很重要。每个头一个固定的数可以并入 W_O（下面你会亲手做），所以它既不增加非线性，也不带来依赖查询的稀疏性。它和论文中与输入无关的门是同一类对照。笔记还引用了一个“rank 127.3 → 156.8”，它不在论文里，也不可能发生（同样见下文）。它的引用“Qwen Team (2024)”也是错的。
 #
 # 门增加了多少参数？在论文的 15B MoE 模型中（隐藏大小 2048，32 个 128 通道的查询头，24 层），所有层合计：
 
-# %% en="72d01adc3cb0"
+# %% en="bf4c470d1f9b"
 hidden, heads, head_dim, layers = 2048, 32, 128, 24
-print(f"elementwise G1: {layers * hidden * heads * head_dim:>12,} parameters")
-print(f"headwise G1:    {layers * hidden * heads:>12,} parameters")
-print(f"one scalar per head (seed 003's reading): {layers * heads:,} parameters")
+print(_("elementwise G1: {n:>12,} parameters").format(n=layers * hidden * heads * head_dim))
+print(_("headwise G1:    {n:>12,} parameters").format(n=layers * hidden * heads))
+print(_("one scalar per head (seed 003's reading): {n:,} parameters").format(n=layers * heads))
 
 # %% [markdown] en="1c011f94593d"
 # ## 练习：G1 门
@@ -66,19 +113,19 @@ from exercises.gated_attention import GatedCausalSelfAttention
 
 check_gate_headwise(GatedCausalSelfAttention)
 
-# %% [markdown] en="d89ad63a0d65"
-# ## 注意力之外的模型：一个小型语言模型，两种构建
+# %% [markdown] en="d3820dccc656"
+# ## 围绕注意力的模型：一个小型语言模型，两种构建
 #
-# 第 07 课搭建了围绕注意力搭建的 Transformer 块。语言模型把这样的块堆叠在一个嵌入和一个输出头之间，都在 `exercises/tiny_lm.py` 里（那里没有练习；从头到尾读一遍即可；它自带每个部件的一份副本，所以无论你的练习写到哪一步，随课程提供的权重文件都能运行）：
+# 第 07 课搭建了围绕注意力的 Transformer 块。语言模型把这样的块堆叠在嵌入和输出头之间。代码都在 `exercises/tiny_lm.py` 里。那里没有练习，从头到尾读一遍即可。它自带每个部件的副本，所以不管你的练习写到哪一步，随课程提供的权重都能运行：
 #
 # - **词元嵌入**：词元 id → 一个由 d_model 个数组成的可学习向量；
 # - **pre-norm 残差块**：`h = h + attention(Norm(h))`，然后 `h = h + FFN(Norm(h))`。残差流 h 把一切向前传递。每个子层读取它的一份归一化副本，再把结果加回去。门的 X 就是这份归一化副本；
 # - **前馈网络（FFN）**：Linear(d_model → d_ff)、GELU、Linear(d_ff → d_model)，对每个位置分别作用；
-# - **输出头**：最后一个 Norm，然后与每个词元的嵌入做点积（输出头与输入嵌入*绑定*），得到下一个词元的 logit。
+# - **输出头**：最后一个 Norm，再与每个词元的嵌入做点积（输出头与输入嵌入*绑定*），得到下一个词元的 logit。
 #
-# 两种构建的区别，正是论文的模型与 GPT-2 系列在归一化、位置和门的偏置上的区别：
+# 论文的模型和 GPT-2 系列在归一化、位置和门偏置上有差别，两种构建的差别正在这里：
 #
-# | | **类论文**（`arch="paper"`，默认） | **GPT-2 风格**（`arch="gpt2"`） |
+# | | **类论文模型**（`arch=“paper”`，默认） | **GPT-2 风格模型**（`arch=“gpt2”`） |
 # |---|---|---|
 # | 归一化 | RMSNorm（第 07 课） | LayerNorm |
 # | 位置 | 每一层在 q 和 k 上用 RoPE | 每个位置一个可学习向量，加到嵌入上 |
@@ -86,34 +133,40 @@ check_gate_headwise(GatedCausalSelfAttention)
 # | 块 | 第 07 课的 `DecoderBlock`，同样的名字 | 堆叠的 `qkv`、不带偏置的 `out`（你练习中的名字） |
 # | FFN 宽度 d_ff | 256（4·d_model，常用值） | 128（课程的第一个小型语言模型） |
 #
-# 类论文构建并*不是*处处都像 Qwen3。它保留了带偏置的 GELU FFN（Qwen3：不带偏置的 SwiGLU）、W_O 上的偏置（Qwen3 没有）、没有 QK-norm（Qwen3 在 RoPE 之前用 RMSNorm 逐头归一化 q 和 k），也没有分组查询注意力和混合专家。这些差别是我们为了让小模型保持简单而选择保留的，并不是关于什么要紧的论断。
+# 类论文模型并*不是*处处都像 Qwen3。它保留了带偏置的 GELU FFN（Qwen3 用不带偏置的 SwiGLU），W_O 上有偏置（Qwen3 没有），没有 QK-norm（Qwen3 在 RoPE 之前用 RMSNorm 逐头归一化 q 和 k），也没有分组查询注意力和混合专家。这些差别是为了让小模型保持简单，并不表示我们认为它们无关紧要。
 #
-# 两者都是：2 层，d_model 64，4 个 16 通道的头，GELU，64 个词元的上下文，位置 0 是 BOS 词元。每种构建四个变体：基线（没有门）、G1 逐元素、G1 逐头，以及每个头一个静态标量。
+# 两者都是 2 层，d_model 64，4 个 16 通道的头，GELU，上下文 64 个词元，位置 0 是 BOS 词元。每种构建有四个变体：基线（没有门）、G1 逐元素、G1 逐头，以及每个头一个静态标量。多种子实验给类论文模型加了第五组，用来对照门多出的参数：FFN 加宽 32 个单元的基线（d_ff 288），它多出的权重与 G1 逐元素多出的一样多。
 #
-# 另外三个开关在两种构建中都改变注意力之外的模型部件；下面对注意力汇点的搜索一次拨动其中一个：
-# - `init="normal"`：每个矩阵都从 N(0, 0.02) 抽取，写入残差流的两个投影（W_O、FFN 的第二层）从 N(0, 0.02/√(2·layers)) 抽取，偏置为 0：GPT-2 的初始化（Hugging Face 的 Qwen3 配置也从 N(0, 0.02) 抽取）。默认的 `init="torch"` 是 PyTorch 自己对 `nn.Linear` 的初始化，对一个 64 宽的层来说更宽；
+# 另外三个开关在两种构建中都改变注意力之外的模型部件；下文搜索注意力汇点时，每次只拨动其中一个：
+# - `init=“normal”`：每个矩阵都从 N(0, 0.02) 抽取；写入残差流的两个投影（W_O、FFN 的第二层）从 N(0, 0.02/√(2·layers)) 抽取，偏置为 0。这是 GPT-2 的初始化（Hugging Face 的 Qwen3 配置也从 N(0, 0.02) 抽取）。默认的 `init=“torch”` 是 PyTorch 对 `nn.Linear` 的初始化，对 64 宽的层来说分布更宽；
 # - `biases=False`：W_O 和 FFN 中都没有偏置，与 Qwen3 一样；
-# - `tied=False`：一个单独的输出头，而不是词元嵌入。
+# - `tied=False`：用单独的输出头，而不是词元嵌入。
 
-# %% en="13b05dd53098"
+# %% en="66f8c14c4011"
 from exercises.tiny_lm import TinyLM
+
+from course.widgets import lesson08 as plots
 
 for arch in ("paper", "gpt2"):
     for gate in ("none", "elementwise", "headwise", "static"):
         model = TinyLM(vocab_size=28, gate=gate, arch=arch)
-        print(f"{arch:>5} {gate:>12}: {sum(p.numel() for p in model.parameters()):,} parameters")
+        print(f"{pad(_(plots.ARCH_NAMES[arch]), 44)} {pad(analysis.label(gate), 16)} "
+              + _("{n:,} parameters").format(n=sum(p.numel() for p in model.parameters())))
 print({k: v for k, v in TinyLM(vocab_size=28).config.items() if k != "gate"})
+for d_ff, biases in ((256, False), (288, False)):  # 强汇点设置没有偏置
+    sizes = [sum(p.numel() for p in TinyLM(29, d_ff=d_ff, gate=gate, biases=biases).parameters())
+             for gate in ("none", "elementwise")]
+    print(_("no biases, d_ff {d_ff}: baseline {base:,}, G1 elementwise {gated:,} parameters").format(
+        d_ff=d_ff, base=sizes[0], gated=sizes[1]))
 torch.manual_seed(0)
 for init in ("torch", "normal"):
     weight = TinyLM(vocab_size=28, init=init).blocks[0].attn.linear_q.weight
-    print(f"init={init!r}: the std of W_Q in layer 0 is {weight.std():.3f}")
+    print(_("init={init!r}: the std of W_Q in layer 0 is {std:.3f}").format(init=init, std=weight.std()))
 
 # %% [markdown] en="b50c442315f3"
-# 类论文的块沿用第 07 课 `DecoderBlock` 的模块名和参数名（`norm_attn`、`attn.linear_q/k/v/o`、`norm_ffn`、`ffn`）。所以一个训练好的基线块可以严格地（strict）载入**你的** `DecoderBlock(64, 4, 256, rope=True)`，并且必须算出同样的输出。如果你还没写第 07 课，这个单元会说明这一点，课程照常继续。
+# 类论文模型的块沿用第 07 课 `DecoderBlock` 的模块名和参数名（`norm_attn`、`attn.linear_q/k/v/o`、`norm_ffn`、`ffn`）。所以训练好的基线块可以严格地（strict）载入**你的** `DecoderBlock(64, 4, 256, rope=True)`，而且必须算出同样的输出。如果你还没写第 07 课，这个单元会说明，课程照常继续。
 
-# %% en="6f5c440aa000"
-from course import lm_training as lm
-
+# %% en="905c84d88f99"
 shipped_block = lm.load_checkpoint("bb", "none", seed=0, arch="paper").blocks[0]
 try:
     from exercises.transformer import DecoderBlock
@@ -123,166 +176,159 @@ try:
     h = torch.randn(2, 16, 64, generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         gap = (yours(h) - shipped_block(h)[0]).abs().max().item()
-    print(f"your DecoderBlock runs the shipped block's weights: same output {gap < 1e-4} "
-          f"(max |difference| below 1e-4)")
+    print(_("your DecoderBlock runs the shipped block's weights: same output {same} "
+            "(max |difference| below 1e-4)").format(same=gap < 1e-4))
 except (ImportError, NotImplementedError, RuntimeError, AttributeError, TypeError) as error:
-    print("lesson 07's DecoderBlock is not written yet (exercises/transformer.py), so this "
-          f"comparison is skipped: {type(error).__name__}")
+    print(_("lesson 07's DecoderBlock is not written yet (exercises/transformer.py), so this "
+            "comparison is skipped: {error}").format(error=type(error).__name__))
 
-# %% [markdown] en="dbc4f49feb74"
+# %% [markdown] en="14d4e60db222"
 # ## 两个数据集
 #
-# **Bigram-Backcopy**（二元组加回拷，仿照 Guo 等 2024，“Active-Dormant Attention Heads”）：字符 `a`–`z` 和空格沿一条二元（bigram）链依次出现（这张表由我们的文本语料统计而来，放在 `data/lesson08/` 中）。在一个触发符之后，下一个字符**复制触发符之前的那个字符**。只有在这些复制位置上，注意力才有活要干。在其他任何地方，当前字符已经说明了一切，而一个无事可做的头仍然必须把它的 softmax 权重放在某处。Guo 等表明，它学会把权重放在第一个词元上，并把那个词元的值变得很小。这就是注意力汇点。
+# **Bigram-Backcopy**（仿照 Guo 等 2024）：字符 `a`–`z` 和空格沿一条二元（bigram）链依次出现。这张表由我们的文本语料统计而来，放在 `data/lesson08/` 中。遇到触发符后，下一个字符**复制触发符之前的那个字符**。只有在这些复制位置上，注意力才有活要干。在其他位置，当前字符已经说明了一切；无事可做的头仍然必须把它的 softmax 权重放在某处。
 #
-# 课程的版本以字母 `f`、`p` 和 `w` 为触发符，按它们的二元组频率出现，并让每个序列像一个词那样开头（第一个字符跟在一个空格之后）。Guo 等的任务，以及课程与之对比的原型，有三处不同，都是 `lm.BigramBackcopy` 的选项：
-# - `trigger="token"`：一个单独的触发词元（下面的 `#`），在任何其他字符之后以 0.1 的概率出现；
-# - `first="uniform"`：第一个字符是 26 个字母中的任意一个，概率相等；
-# - `smoothed=False`：用语料的原始二元组计数（从未见过的字符对仍然不可能出现），而不是随课程提供的表所做的加一平滑。
+# Guo 等自己的代码（仓库 `GuoTianYu2000/Active-Dormant-Attention`，`BBM/data.py`）按莎士比亚文本的二元组频率抽取字符。触发符是出现*最频繁*的 k = 3 或 5 个字符；第一个字符按字符频率抽取，但排除触发符。序列长 256 个词元。课程的版本以字母 `f`、`p`、`w` 为触发符，按它们的二元组频率出现；每个序列像一个词那样开头（第一个字符跟在空格之后）。`lm.BigramBackcopy` 有三个改变数据的选项，强汇点设置把三个都打开：
+# - `trigger=“token”`：单独的触发词元（下面的 `#`），在任何其他字符之后以 0.1 的概率出现。这是早先一个原型的选择，不是 Guo 等的；
+# - `first=“uniform”`：第一个字符是 26 个字母中的任意一个，概率相等；
+# - `smoothed=False`：用语料的原始二元组计数（没见过的字符对仍然不会出现），而不是随课程提供的表所做的加一平滑。
 #
-# **文档字符串文本**：取自 Python 标准库文档字符串的 400,000 个字符（PSF 许可证；由 `scripts/make_lesson08_data.py` 提取）。这是一小段自然文本。下面 `^` 是 BOS，`|` 标出一个 Bigram-Backcopy 序列的复制位置。
+# **文档字符串文本**：取自 Python 标准库文档字符串的 400,000 个字符（PSF 许可证；由 `scripts/make_lesson08_data.py` 提取）。这是一小段自然文本。下面 `^` 是 BOS，`|` 标出 Bigram-Backcopy 序列的复制位置。
 
-# %% en="89797d81a625"
+# %% en="7d7350977997"
 bb, text = lm.load_dataset("bb"), lm.load_dataset("text")
 bb_sink = lm.load_dataset("bb", **lm.sink_spec(lm.SETUPS["sink"])["data"])
-for name, data in (("f, p, w", bb), ("trigger token", bb_sink)):
+for name, data in ((_("triggers f, p, w"), bb), (_("a trigger token"), bb_sink)):
     sample = data.sample(1, torch.Generator().manual_seed(3))[0]
     copies = int(data.copy_positions(lm.validation_tokens(data)).sum())
-    print(f"triggers {name}: {copies} copy positions in the validation set, "
-          f"of {lm.VAL_SEQUENCES * (lm.SEQ_LEN - 1)} predictions")
+    print(_("{name}: {copies} copy positions in the validation set, of {n} predictions").format(
+        name=name, copies=copies, n=lm.VAL_SEQUENCES * (lm.SEQ_LEN - 1)))
     print(data.decode(sample))
     print("".join("|" if c else " " for c in data.copy_positions(sample[None])[0]))
-print(f"docstring corpus: {len(text.train_ids) + len(text.val_ids):,} characters, "
-      f"{text.vocab_size - 1} distinct, 90 % for training")
+print(_("docstring corpus: {n:,} characters, {distinct} distinct, 90 % for training").format(
+    n=len(text.train_ids) + len(text.val_ids), distinct=text.vocab_size - 1))
 print(repr(text.decode(text.sample(1, torch.Generator().manual_seed(3))[0])))
 
-# %% [markdown] en="e6714fd42a4b"
+# %% [markdown] en="19d92eacdd39"
 # ## 训练好的权重，或者自己训练
 #
-# 两种构建的每个变体都用 3 个随机种子训练，训练方案见下（AdamW、线性预热、余弦衰减、2,500 步、每步 32 个序列），分两种**设置**：课程自己的模型和数据（在 Bigram-Backcopy 和文本上），以及注意力汇点很强的设置（在 Bigram-Backcopy 上；下面会找到它）。GPT-2 风格构建沿用课程的第一个训练方案（对每个参数施加 0.01 的权重衰减）；类论文构建用常见的大语言模型方案（只对矩阵施加 0.1 的权重衰减，预热更短）和常用的 FFN 宽度 4·d_model。每次运行的测量值都放在 `data/lesson08/` 中，还有种子 0 的 float16 权重，所以这个笔记本只需加载它们。`scripts/train_lesson08.py` 在命令行中训练整套模型，带进度条，并从中断处继续。
+# 这里的每个模型都按下面的训练方案训练：AdamW、线性预热、余弦衰减，2,500 步，每步 32 个序列。共有两种**设置**。课程自己的模型和数据，分别在 Bigram-Backcopy 和文本上训练。强汇点设置由下文的搜索找到，在 Bigram-Backcopy 上训练。GPT-2 风格模型沿用课程的第一个训练方案（对每个参数施加 0.01 的权重衰减）。类论文模型用大语言模型常见的方案（只对矩阵施加 0.1 的权重衰减，预热更短），FFN 宽度取常用的 4·d_model。两种构建的每个变体都有 3 个种子。**多种子实验**在两种设置下再次训练 Bigram-Backcopy 上的类论文模型，种子更多，还加上第五组。它每 100 步记录一次损失、BOS 上的份额、值状态排空和屏蔽 BOS 后的损失，训练结束时跑全部功能测试。它的运行各自独立：同一个种子编号并不会重现那次 3 种子的运行，因为训练在不同的线程数和库版本之间做不到逐位重现。
 #
-# 设置 `RETRAIN = True` 可以自己重新训练主要的对比：强汇点设置下的类论文构建，四个变体。为了在 2 个核心上不超过 10 分钟，它只训练**一个种子、`lm.RETRAIN_STEPS` 步**，而不是 3 个种子、2,500 步，所以把它的数字与随课程提供的数字比较时，看方向和大小，不要逐位比较。
+# 每次运行的测量值都放在 `data/lesson08/` 中，种子 0 的 float16 权重文件也在那里，所以这个笔记本只需加载它们。`scripts/train_lesson08.py` 在命令行中训练每一组，并从中断处接着训练（实验用 `--experiment`；启动两次，就能同时训练两个）。
+#
+# 设置 `RETRAIN = True` 可以自己重新训练强汇点设置下的对比：类论文模型，四个变体。为了在 2 个核心上不超过 10 分钟，它只训练**一个种子、`lm.RETRAIN_STEPS` 步**，而不是 2,500 步。所以把它的数字与随课程提供的数字比较时，只看方向和大小，不要逐位比较。
 
-# %% en="787933644dd2"
+# %% en="635eb343e7db"
 for arch, recipe in lm.RECIPES.items():
-    print(f"{arch:>5} recipe: {recipe}, d_ff {lm.D_FF[arch]}")
-print(f"the strong-sink set-up: {', '.join(lm.SETUPS['sink'])}")
-runs = lm.load_metrics()
+    print(_("{arch} recipe: {recipe}, d_ff {d_ff}").format(arch=arch, recipe=recipe, d_ff=lm.D_FF[arch]))
+print(_("the strong-sink set-up: {factors}").format(factors=", ".join(lm.SETUPS["sink"])))
 ablations, search = lm.load_ablations(), lm.load_sink_search()
-from course import lesson08_analysis as analysis
+for setup in ("course", "sink"):
+    prefix = analysis.EXPERIMENT_PREFIXES[setup]
+    print(_("experiment, {setup}: seeds per arm: {seeds}").format(
+        setup=analysis.label(setup), seeds="; ".join(
+            f"{analysis.label(arm)} {analysis.n_seeds(runs, prefix, 'bb', arm)}"
+            for arm in analysis.ARM_LABELS)))
+print(_("{runs} runs shipped in all (the experiment's among them), {search} runs of the sink "
+        "search, {ablations} ablation runs").format(runs=len(runs), search=len(search), ablations=len(ablations)))
 
-for setup, datasets in (("course", lm.DATASETS), ("sink", ("bb",))):
-    for arch in lm.ARCHS:
-        for dataset in datasets:
-            prefix = lm.setup_prefix(arch, setup)
-            print(f"{setup:>6} {arch:>5} {dataset:>4}: seeds " + "; ".join(
-                f"{gate} {analysis.seeds_listed(runs, prefix, dataset, gate)}" for gate in lm.VARIANTS))
-print(f"{len(runs)} shipped runs, {len(search)} runs of the sink search, "
-      f"{len(ablations)} ablation runs")
-
-# %% tags=["nbval-ignore-output"] en="d7109815b170"
-minutes = sum(m["train_seconds"] for m in [*runs.values(), *ablations.values(), *search.values()]) / 60
-print(f"training time of the shipped runs: {minutes:.0f} min in all (one thread each, two runs "
-      "side by side on 2 cores shared with other jobs)")
+# %% tags=["nbval-ignore-output"] en="a498c52a9d51"
+cpu = [m["cpu_seconds"] for m in experiment.load().values()]
+minutes = sum(m.get("train_seconds", 0) for m in [*runs.values(), *ablations.values(), *search.values()]) / 60
+print(_("the experiment's {n} runs took {hours:.1f} CPU hours, {each:.1f} CPU minutes a run on "
+        "average; the 3-seed runs, the search and the ablations {minutes:.0f} min (one thread each, "
+        "on 2 cores shared with other jobs)").format(
+    n=len(cpu), hours=sum(cpu) / 3600, each=sum(cpu) / max(len(cpu), 1) / 60, minutes=minutes))
+left = len(experiment.queue()) - len(cpu)
+print(_("{left} runs of the experiment remain: about {hours:.0f} CPU hours at that rate "
+        "(`scripts/train_lesson08.py --experiment` resumes them)").format(
+    left=left, hours=left * sum(cpu) / max(len(cpu), 1) / 3600))
 
 # %% en="a972d37da72b"
-RETRAIN = False  # True：类论文构建，强汇点设置，4 个变体，种子 0，lm.RETRAIN_STEPS 步
+RETRAIN = False  # True：类论文模型，强汇点设置，4 个变体，种子 0，lm.RETRAIN_STEPS 步
 if RETRAIN:
     fresh = lm.retrain_main_comparison()
     print(lm.compare_runs(runs, fresh))
 
-# %% [markdown] en="355d3b616fc0"
-# ## 论断 (c)：没有注意力汇点
+# %% [markdown] en="3ec3c4ebf216"
+# ## 检验论断 (c)：作为模式的汇点
 #
-# **首词元份额**是位置 0（BOS）上的注意力权重，在层、头和位置 ≥ 1 的查询上取平均（位置 0 只能关注它自己）。如果注意力均匀分布，位置 i 的查询会给 BOS 1/(i+1)。在我们的 63 个查询位置上平均，它是：
+# **首词元份额**是位置 0（BOS）上的注意力权重，对各层、各头和位置 ≥ 1 的查询取平均（位置 0 只能看它自己）。如果注意力均匀分布，位置 i 的查询给 BOS 的是 1/(i+1)。对我们的 63 个查询位置取平均，结果是：
 
-# %% en="f2c7dcaba31a"
-print(f"uniform attention: first-token share {lm.UNIFORM_SHARE:.3f}")
+# %% en="961df11861cf"
+print(_("uniform attention: first-token share {share:.3f}").format(share=lm.UNIFORM_SHARE))
 
-# %% [markdown] en="2b773cf4ae5d"
-# ### 课程的设置：弱汇点
-#
-# 先看课程自己的模型和数据。两种构建并排：首词元份额（3 个种子的均值；以及逐层的值）和验证损失。
+# %% [markdown] en="16b19bb46811"
+# 两种构建、两种设置，都在 Bigram-Backcopy 上：BOS 上的份额（各种子的均值，以及每一层的值）和验证损失。
 
-# %% en="ad0832ea67a8"
-NAMES = {"paper": "paper-like (RMSNorm, RoPE)", "gpt2": "GPT-2-style (LayerNorm, learned pos.)"}
-print("Bigram-Backcopy (triggers f, p, w), the course's set-up, mean over seeds")
-print(analysis.side_by_side(runs, {arch: NAMES[arch] for arch in lm.ARCHS}, "bb"))
+# %% en="9dfb92e4af34"
+NAMES = {arch: _(plots.ARCH_NAMES[arch]) for arch in lm.ARCHS}
+print(_("Bigram-Backcopy, the strong-sink set-up (trigger token), mean over seeds"))
+print(analysis.side_by_side(runs, {f"sink/{arch}": NAMES[arch] for arch in lm.ARCHS}, "bb"))
 print()
-print("Docstring text, the course's set-up, mean over seeds")
-print(analysis.side_by_side(runs, {arch: NAMES[arch] for arch in lm.ARCHS}, "text"))
+print(_("Bigram-Backcopy, the course's set-up (triggers f, p, w), mean over seeds"))
+print(analysis.side_by_side(runs, {arch: NAMES[arch] for arch in lm.ARCHS}, "bb"))
 
-# %% [markdown] en="bd036fa7539c"
-# 在 Bigram-Backcopy 上，基线把大约五分之一的注意力放在 BOS 上，与论文的 46.7 % 相去甚远，而 G1 逐元素只在类论文构建中降低了它，而且不是每个种子都降低（后面的表给出了种子间的分散）。这么弱的汇点，留给门可去除的东西很少。所以在检验这条论断之前，先深入一层问：**强汇点究竟是怎么形成的？**
+# %% [markdown] en="ee5b4e9550e4"
+# 在强汇点设置中，基线把全部注意力的约一半放在 BOS 上，第 0 层几乎全放在那里。两种构建中，G1 都降低了份额。在课程的设置中，基线只把约五分之一放在 BOS 上，远低于论文的 46.7 %，门的效果也更小。单看模式，似乎应该在强汇点设置中检验这条论断。下一个测试却给出了相反的答案。
 #
-# ### 强汇点在哪里形成？
+# ## 模型需要它的汇点吗？功能测试
 #
-# 同一训练方案的一个独立原型（2 层、RMSNorm、RoPE、GELU FFN、AdamW、2,500 步）在 Bigram-Backcopy 上形成了强汇点：它的第 0 层几乎把全部注意力都放在 BOS 上。它与课程的模型和数据同时在七处不同，即 `lm.SINK_FACTORS`：三处在数据（触发词元、第一个字符、原始二元组），一处在训练（一个固定的 40,000 个序列的池子，反复从中抽取，而不是每次都用新序列），三处在模型（初始化、没有偏置、不绑定的输出头）。我们把每一处都写成课程自己代码的一个选项，在类论文构建上只训练基线来搜索，用能把这些部件区分开的最少次数的运行：
+# 一个模式可能只是闲置的。StreamingLLM 问的是：模型是否*需要*它的第一个词元。我们在训练好的模型的每一层屏蔽一些键，从三个角度来问：
+# - **屏蔽 BOS**：任何查询都不许看 BOS，softmax 把权重分给其他键。代价是验证损失的上升，单位是每个字符的奈特（nat）；
+# - **窗口**：每个查询只看最近的 8 个键，**旁边带或不带 BOS**。这就是玩具规模的 StreamingLLM 测试：不带 BOS 应该崩溃，带上 BOS 应该恢复；
+# - **把 BOS 的值置零**：权重不变，但头在 BOS 处读到的是零。如果这和屏蔽 BOS 代价相当，说明模型在 BOS 处读到了实在的东西；如果毫无代价，BOS 只是停放权重的地方。
 #
-# 1. 七处全改：课程的代码这时也会形成汇点吗？
-# 2. 三个模型部件加上触发词元，数据和训练的其余部分用课程的（新序列、像词那样开头的第一个字符、平滑过的二元组）；
-# 3. 留一法：七处中每次去掉一处，七种各一个种子；
-# 4. 凡是判定所依据的运行，都用 3 个种子：两种设置，以及去掉后汇点就消失的那两个部件；
-# 5. 仍能形成汇点的最小组合。
-#
-# 每一行是一组部件（x：原型的选择，.：课程的选择），给出基线的首词元份额（n 个种子的均值 [最小值, 最大值]）及其第 0 层的值。第一行是课程的设置，第二行是强汇点设置（七处全改），两者都有 3 个种子：
+# 表中还给出 BOS 上的份额（全部层，以及第 0 层）和**值状态排空**：第 0 层中 BOS 的值向量与其他词元的值向量大小之比 |v_BOS| / |v|（1 表示一样大）。类论文模型每个变体的种子 0：
 
-# %% en="37fe4dd48410"
-print(analysis.search_table(analysis.search_with_setups(search, runs, lm.SETUPS), lm.SINK_FACTORS))
-for seed in range(3):
-    run = runs[f"sink/paper/bb/none/seed{seed}"]
-    print(f"all seven, seed {seed}: share on BOS {run['first_token_share']:.3f}, layer 0 "
-          f"{run['first_token_share_per_layer'][0]:.3f}")
+# %% en="f64206a12aba"
+FUNCTIONAL_CASES = [(_("strong-sink, Bigram-Backcopy"), "sink/paper", "bb"),
+                    (_("course's, Bigram-Backcopy"), "paper", "bb"),
+                    (_("course's, docstring text"), "paper", "text")]
+print(analysis.functional_table(runs, FUNCTIONAL_CASES))
 
-# %% [markdown] en="da1573cfc98a"
-# **搜索说明了什么。**
+# %% [markdown] en="6e1235db05d0"
+# **强汇点不承担任何负载。**强汇点基线的第 0 层几乎把全部注意力放在 BOS 上，可屏蔽 BOS 几乎没有代价。原因在排空那一列：BOS 的值只有其他词元的百分之几，头在那里读到的几乎是零。拿走 BOS，权重就分散到其他键上，而网络的其余部分也不需要这些键。这个设置复现了汇点的模式和值状态排空，却没有复现让大模型的汇点变得要紧的那种依赖。
 #
-# - *给了全部七处选择，课程的代码也会形成强汇点*（第二行）：三个种子中有两个，第 0 层几乎把全部注意力放在 BOS 上（表下方打印的各个种子），第三个则少得多。所以汇点弱从来不是注意力、RoPE 或 FFN 代码的问题。
-# - *七处中有两处是必需的，都在模型里*：GPT-2 的 N(0, 0.02) 初始化和一个单独的输出头。去掉任何一个（换成 PyTorch 的默认初始化，或者让输出头重新与嵌入绑定），份额就在 3 个种子中的每一个里都降到课程的水平或更低；输出头绑定时，第 0 层在三个种子中都停留在均匀注意力（0.06）。
-# - *只有它们还不够*：原型的模型配上课程的数据和训练（新序列、像词那样开头的第一个字符、平滑过的二元组）不会形成强汇点；当触发符重新是字母 f、p、w 并且偏置也回来时，初始化加上不绑定的输出头和原型的数据也不会。然而在其余五个部件中去掉任何*一个*，强汇点仍然存在（各一个种子）。这些部件共同起作用；其中没有哪一个单独就是开关。
+# **弱模式反而承担了实在的负载。**在课程的设置中，屏蔽 BOS 让基线每个字符的损失上升：Bigram-Backcopy 上约 0.13 奈特，文本上约 0.3 奈特。不带 BOS 的 8 键窗口代价相当；窗口旁带上 BOS，代价几乎消失。这正是 StreamingLLM 的发现，只不过出现在一个 2 层模型里。在 Bigram-Backcopy 上，BOS 的值比其他词元的大，把它置零的代价也和屏蔽 BOS 差不多。在文本上，BOS 的值比其他词元的略小，置零的代价约为屏蔽 BOS 的三分之二。所以这个基线把 BOS 当作一个固定向量的来源，每次都去读这个学到的偏置，而不只是一个停放权重的空位。Gu 等描述的大模型第一个词元更像键上的偏置，值却很小；我们的偏置在值里。这是玩具版的依赖，不是大语言模型的那种。在 Bigram-Backcopy 上，GPT-2 风格模型更接近后者（见附录）：屏蔽 BOS 让它的基线付出约 1 奈特，而把 BOS 的值置零只能解释其中不到一半。
 #
-# 所以强汇点不只是注意力本身的性质。它要求模型能给 BOS 一个每个查询都找得到的键和一个什么也不说的值，还要求训练把它推到那里；那两个模型部件是我们离不开的。为什么是这两个？我们没有把原因分离出来。一种说得通的解读：输出头绑定时，BOS 的嵌入同时是一个从不出现在下一位的词元的输出向量，所以每一次预测都在推动它，这与把它塑造成一个沉默的键相冲突；而小的初始化让每个头一开始都接近均匀、值很小，离汇点所需的“什么也不做”很近。
+# **凡是存在依赖的地方，G1 逐元素都把它降到基线代价的一小部分**，两种构建都是：Bigram-Backcopy 上为二十分之一或更少，文本上约为五分之一或更少。静态标量保留了大部分或全部依赖。在 Bigram-Backcopy 上，逐头门因构建而异：类论文模型中它保留了依赖，GPT-2 风格模型中它把依赖降了下来。以上都只是种子 0。这些结果换了种子还成立吗？多种子实验就是为此而做的。
 #
-# ### 汇点强的地方：论文的论断，3 个种子，两种构建
+# ## 多种子实验
 #
-# 强汇点设置用全部七处改动（原型的数据和模型选择，放在课程的代码中）训练两种构建的每个变体：各 3 个种子。
+# 类论文模型，Bigram-Backcopy，两种设置，五组。曲线取自随课程提供的训练日志：每个种子一条细线，每组的均值一条粗线。三幅图分别是 BOS 上的份额、屏蔽 BOS 的代价（每 100 步在 64 个验证序列上测量）和验证损失。
 
-# %% en="fa47fe38fd91"
-SINK = {f"sink/{arch}": NAMES[arch] for arch in lm.ARCHS}
-print("Bigram-Backcopy (trigger token), the strong-sink set-up, mean over seeds")
-print(analysis.side_by_side(runs, SINK, "bb"))
+# %% en="3186353c5752"
+plots.training_curves(runs)
 
-# %% [markdown] en="a304caf5405a"
-# 我们测量的一切，按构建和设置列出：种子上的均值，首词元份额另附 [最小值, 最大值]。“触发符处的门”是身为触发符的那些查询的平均门分数（下一个词元是回拷，所以这里正是注意力有活要干的地方），“别处的门”是其他所有查询的平均门分数；“最大/中位数”是残差流的最大激活与其中位数之比（巨量激活的度量，见下文）；n 是种子数。
+# %% [markdown] en="8d5e09163a55"
+# 训练结束时测得的一切，按组列出，格式是各种子上的均值 [最小值, 最大值]（n 个种子）。各列依次是：BOS 上的份额（全部层；第 0 层）、第 0 层的值状态排空、Gu 等的汇点率、验证损失，以及各项功能测试的代价（窗口为 8 个键）。
 
-# %% en="8ac5882ebf37"
-for prefix, name in (("sink/paper", "paper-like, strong-sink set-up, Bigram-Backcopy"),
-                     ("sink/gpt2", "GPT-2-style, strong-sink set-up, Bigram-Backcopy"),
-                     ("paper", "paper-like, the course's set-up, Bigram-Backcopy"),
-                     ("gpt2", "GPT-2-style, the course's set-up, Bigram-Backcopy")):
-    print(name)
-    print(analysis.results_table(runs, prefix, "bb"))
-    print()
-for prefix in lm.ARCHS:
-    print(f"{NAMES[prefix]}, the course's set-up, docstring text")
-    print(analysis.results_table(runs, prefix, "text"))
+# %% en="f7b74bdc56f0"
+for setup in ("course", "sink"):
+    print(analysis.label(setup))
+    print(analysis.experiment_table(runs, setup))
     print()
 
-# %% [markdown] en="839a5319e598"
-# 本课对“门去除了汇点”的规则很严格：**每个**带门的种子都低于**每个**基线种子。应用到每种构建和设置上：
+# %% [markdown] en="4473ae2caf5e"
+# **检验。**在每种设置中，论文的论断对应两个比较：G1 逐元素能否把 BOS 上的份额、以及屏蔽 BOS 的代价，降到基线之下？两种设置共 4 个比较。我们以 0.05 / 4 = 0.0125 为界检验它们（Bonferroni 校正：4 个比较中任何一个碰巧通过的概率仍低于 0.05）。每个比较用单侧精确 Mann–Whitney U 检验。它数一数在所有（带门种子，基线种子）配对中，带门的那个更低的有多少对；再问：如果两组来自同一个分布，出现这么多对的概率有多大。后面表格用的规则“每个带门种子都低于每个基线种子”，正是这个检验的极端情形。3 对 3 时，它对应 p = 1/20 = 0.05，这是 3 对 3 能得到的最小 p 值，所以 3 个种子永远过不了 0.0125。5 对 5 可以（p = 1/252 = 0.004），10 对 10 时 p = 1/184,756。均值之比还附上它在所有种子配对上的范围。
 
-# %% en="90d3ab4da4ab"
-for prefix, dataset in (("sink/paper", "bb"), ("sink/gpt2", "bb"), ("paper", "bb"), ("gpt2", "bb"),
-                        ("paper", "text"), ("gpt2", "text")):
-    print(f"{prefix:>10} {dataset:>4}: " + "; ".join(
-        f"{gate} {analysis.verdict_lower(runs, prefix, dataset, 'first_token_share', gated=gate)}"
-        for gate in ("elementwise", "headwise", "static")))
+# %% en="f330451d4e77"
+print(analysis.comparison_table(runs, analysis.PRIMARY, family=4))
 
-# %% [markdown] en="559cb5911060"
-# **汇点强的地方，论文的论断得以复现。**在类论文构建中，G1 逐元素把首词元份额从 0.471（各种子从 0.25 到 0.59）降到 0.043（0.04 到 0.05）：每个带门的种子都低于每个基线种子，约降到基线的 1/11，甚至略低于均匀注意力（0.059，在本节开头打印过）。论文在它的 15B 模型上报告 46.7 % → 4.8 %，约 10 倍；一个宽度 64 的 2 层模型显示出同样的效应，幅度也相同。汇点所在的第 0 层从 0.78 降到 0.05。逐头（每个头一个门）也通过了规则，降得少一些（0.121），GPT-2 风格构建中的 G1 也通过了（0.492 → 0.146 和 0.196）。门的做法正如本课对 Bigram-Backcopy 的论证所说：在没有东西可复制的地方几乎全关，在触发符处打开（“触发符处的门”和“别处的门”两列；逐层的值见论断 (b) 一节）。一个能把自己关掉的头，不需要把注意力停放在 BOS 上。
+# %% [markdown] en="be6ca6a25a02"
+# 接着是对照：静态标量（论文中与输入无关的门在玩具规模上的对应物）是否低于基线？依赖输入的门是否低于静态标量？G1 逐头，以及 G1 逐元素与同样大小的基线相比，是否更低？两种设置共有另外 16 个比较。我们打印它们的 p 值只为描述数据，不作为检验：以 0.05 / 16 = 0.003 为界，每组至少要有 6 个种子才可能通过。
+
+# %% en="09c7157f3fe2"
+print(analysis.comparison_table(runs, analysis.CONTROLS, family=16))
+
+# %% [markdown] en="11d6816376bc"
+# **实验目前说明了什么。**在课程的设置下，它已随课程提供了基线、G1 逐元素和加宽的基线各两个种子，静态标量和 G1 逐头各一个种子；强汇点设置还没有运行（数目打印在本课靠前的地方）。种子这么少，没有哪个比较能达到显著：两个种子对两个种子，p 值不可能低于 1/6；一个对一个，不可能低于 0.5。所以表格不打印 p 值，只写“无法通过”。表格只给出方向。
 #
-# 静态标量是对照组。它可以并入 W_O，所以它算不出基线算不出的任何东西，但它改变了训练（它缩放每个头的输出以及那个头的梯度），汇点平均来说变弱了：类论文构建中为 0.177，有一个种子（0.27）高于最低的基线种子，所以按本课的规则不算；GPT-2 风格构建中为 0.375，按规则算，但只降到 1/1.3。依赖输入的门效果强了一个数量级，而且每个种子都如此。
+# 曲线显示了依赖*何时*出现。基线对 BOS 的依赖大约在最初一百步内就出现了，并一直保持到最后：种子 0 在约 0.07 到 0.2 奈特之间，种子 1 在约 0.3 到 0.5 之间。G1 逐元素的依赖在每个记录点都低于同一种子的基线。种子 0 在训练早期略有上升（到约 0.05），随后回落到接近零；种子 1 一直在约 0.01 到 0.07 之间，只在第 1,200 步有一次跳到 0.23，最后是 0.02。训练结束时，基线两个种子的代价是 0.129 和 0.492，G1 逐元素的是 0.002 和 0.020：每个带门种子都低于每个基线种子，但两个种子对两个种子还构不成检验。基线的两个种子相差将近四倍：依赖在不同运行之间变化很大，所以实验需要十个种子。加宽的基线和 G1 逐元素参数一样多，却保留了依赖（0.137 和 0.533）；静态标量也是如此（0.117，一个种子）。所以在这些种子中，消除依赖的既不是门多出的权重，也不是每个头一个固定的缩放，而是由词元算出的门。G1 逐头介于两者之间，为 0.058；而它在 3 种子运行中的种子 0 保留了基线的全部依赖（0.166）。所以单凭一个种子，说明不了逐头门什么。实验中基线和 G1 逐元素的种子 0，在依赖上与 3 种子运行的种子 0 一致（这里是 0.129 和 0.002，那里是 0.131 和 0.007）；BOS 上的份额差别则更大（这里是 0.19 和 0.06，那里是 0.17 和 0.11）。
 #
-# 在课程的设置这个对照情形中，同样的门、同样的代码把一个弱汇点（0.211）移到 0.115，各种子相互重叠：本来就没有多少汇点可去除。
+# **还剩什么**：100 次运行中的 92 次。先是课程设置下的更多种子，然后是强汇点设置（`lesson08_experiment.queue()`）。`scripts/train_lesson08.py --experiment` 会从中断处接着训练；所需的 CPU 时间打印在本课靠前的地方。在它们随课程提供之前，关于依赖的结果只是每组一两个种子给出的方向，还算不上检验。
+#
+# ### 门做了什么，逐头来看
 #
 # 小部件分别显示每一层。选择一组运行、一种构建和一个种子。
 
@@ -294,82 +340,128 @@ sink_explorer(runs)
 # %% [markdown] en="9cc3f0cf95c7"
 # 逐头来看：每个方格是种子 0 的一个（层，头），Bigram-Backcopy，两种构建，强汇点设置。
 
-# %% en="f6c58a9705d9"
-from course.widgets import lesson08 as plots
-
+# %% en="ed0c30ca7bb8"
 plots.per_head_heatmaps(runs, "bb", seed=0, arch="paper", setup="sink")
 
 # %% en="a42310a80e17"
 plots.per_head_heatmaps(runs, "bb", seed=0, arch="gpt2", setup="sink")
 
 # %% [markdown] en="011635053e71"
-# 再看一个头在一个验证序列上做了什么（类论文构建，强汇点设置，第 0 层，前 24 个位置）：每个变体中把最多权重放在 BOS 上的那个头。
+# 再看一个头在一个验证序列上做了什么（类论文模型，强汇点设置，第 0 层，前 24 个位置）：每个变体中把最多权重放在 BOS 上的那个头。
 
-# %% en="d30c551d9e42"
+# %% en="f5731cca60d0"
 tokens = lm.validation_tokens(bb_sink)[:1, :24]
 maps = {}
 for gate in ("none", "elementwise"):
     model = lm.load_checkpoint("bb", gate, seed=0, setup="sink")
     with torch.no_grad():
-        _, record = model(tokens, details=True)
+        _logits, record = model(tokens, details=True)
     shares = record["weights"][0][0, :, 1:, 0].mean(dim=-1)
-    head = int(shares.argmax())  # 在 BOS 上权重最多的头
+    head = int(shares.argmax())  # 在 BOS 上权重最大的头
     maps[gate] = record["weights"][0][0, head]
-    print(f"{gate:>12}: layer 0, head {head}, share on BOS {shares[head]:.2f}")
+    print(_("{variant}: layer 0, head {head}, share on BOS {share:.2f}").format(
+        variant=pad(analysis.label(gate), 16, ">"), head=head, share=shares[head]))
 plots.attention_maps(maps, "paper-like build, strong-sink set-up, layer 0, head with the largest BOS share")
 
-# %% [markdown] en="8a9571ec2cb4"
-# **汇点由什么构成。**Guo 等把汇点描述为同时发生的两件事：各个头的注意力落在 BOS 上，*而且* BOS 的值向量很小（“值状态排空”，value-state drain），所以它们在那里读到的东西几乎不贡献什么。下面是第 0 层每个头中 BOS 的值的大小，相对于其他词元的平均值（1 = 和任何词元的一样大），两种设置的基线：
+# %% [markdown] en="0308762990cd"
+# 门关上的头几乎什么也传不出去，不管它的注意力权重是什么。所以对带门的模型，BOS 上的份额只说明了一半。下面逐层列出每个头在 BOS 上的份额，以及这个头的平均门分数（G1 逐元素，强汇点设置，种子 0，两种构建）。
 
-# %% en="32834c019a2c"
-for setup, data in (("sink", bb_sink), ("course", bb)):
-    model = lm.load_checkpoint("bb", "none", seed=0, setup=setup)
-    ratios = analysis.value_at_bos(model, lm.validation_tokens(data)[:64])
-    print(f"{setup:>6} set-up, paper-like baseline, layer 0: |value at BOS| / |value elsewhere| "
-          "per head: " + " ".join(f"{r:.2f}" for r in ratios))
-
-# %% [markdown] en="4eb773d3ce3b"
-# 在强汇点设置中，第 0 层 BOS 的值只有其他词元的百分之几：看向 BOS 的头几乎什么也读不到，所以把注意力停放在那里等于什么也不做，而第 0 层几乎把全部注意力都停放在那里。在课程的设置中，BOS 的值和任何词元的差不多大：把注意力停放在 BOS 上会把某些东西复制到每个位置，所以头没有可以空闲停靠的地方，基线于是把注意力分散开。这就是弱汇点和强汇点之间的区别，测量出来了。
-#
-# 一个门关着的头，不论它的注意力权重是什么，几乎什么也传不出去。所以对带门的模型，BOS 上的份额只说明了一半。每层的每个头：BOS 上的份额，旁边是那个头的平均门分数（G1 逐元素，强汇点设置，种子 0，两种构建）。
-
-# %% en="5e53137f98d1"
+# %% en="629ffa2348ef"
 for arch in lm.ARCHS:
     model = lm.load_checkpoint("bb", "elementwise", seed=0, arch=arch, setup="sink")
     with torch.no_grad():
-        _, record = model(lm.validation_tokens(bb_sink)[:64], details=True)
+        _logits, record = model(lm.validation_tokens(bb_sink)[:64], details=True)
     for layer in range(2):
         bos_share = record["weights"][layer][:, :, 1:, 0].mean(dim=(0, 2))
         gate_mean = record["gate_scores"][layer][:, 1:].mean(dim=(0, 1, 3))
-        print(f"{arch:>5} layer {layer}: " + "  ".join(
-            f"head {h}: BOS {bos_share[h]:.2f}, gate {gate_mean[h]:.2f}" for h in range(4)))
+        print(_("{arch}, layer {layer}: {heads}").format(arch=arch, layer=layer, heads="  ".join(
+            _("head {head}: BOS {share:.2f}, gate {gate:.2f}").format(
+                head=h, share=bos_share[h], gate=gate_mean[h]) for h in range(4))))
 
-# %% [markdown] en="173c9298ac12"
-# ## 巨量激活，按其发现者的方式测量
+# %% [markdown] en="57662c2e2cb1"
+# 在大模型中，汇点出现在较深的层，并伴随着巨量激活：Sun 等表明，正是巨量激活让第一个词元的键与众不同。这里的汇点却在第 0 层，直接认出 BOS 的*嵌入*。不要把玩具的机制照搬到大模型上；值得带走的是问题和检验方法。
+
+# %% [markdown] en="8b10e7bcdbb7"
+# ## 我们怎样找到这两种设置
 #
-# 论文说门缓解了*巨量激活*（massive activations）：在大模型中，残差流里有少数几个元素比其余的大好几个数量级。Sun 等 2024（“Massive Activations in Large Language Models”）相对于隐藏状态本身来测量它们：逐层比较最大的幅值 |h| 与幅值的**中位数**，当激活约为中位数的 1,000 倍（且绝对值在 100 以上）时称之为巨量。单看绝对大小说明不了多少：一个处处都大的残差流，最大值也大，里面却没有任何巨量的东西。逐层、种子上的均值，以及有多少个种子的最大激活在 BOS 上：
+# 这一节为上面的回答提供支撑：强汇点设置是怎样找到的，以及在课程的设置中，两种构建的差别由什么决定。
+#
+# ### 强汇点模式在哪里形成？
+#
+# 一个独立的原型用同样的训练方案（2 层、RMSNorm、RoPE、GELU FFN、AdamW、2,500 步），在 Bigram-Backcopy 上形成了强汇点：它的第 0 层几乎把全部注意力放在 BOS 上。它与课程的模型和数据同时有七处不同，即 `lm.SINK_FACTORS`。三处在数据：触发词元、第一个字符、原始二元组。一处在训练：反复抽取一个固定的 40,000 序列池，而不是每次用新序列。三处在模型：初始化、没有偏置、不绑定的输出头。我们把每一处都写成课程代码的一个选项，在类论文模型上只训练基线，用尽量少的训练次数把各因素区分开：
+#
+# 1. 七处全用：课程的代码是否也会形成汇点？
+# 2. 三个模型部件加触发词元，其余照用课程的数据和训练（新序列、像词那样开头的第一个字符、平滑过的二元组）；
+# 3. 逐一去掉：七处中每次去掉一处，各一个种子；
+# 4. 凡是判断所依赖的运行都用 3 个种子：两种设置，以及去掉后汇点消失的那两处；
+# 5. 仍能形成汇点的最小组合。
+#
+# 搜索按基线种子 0 的份额来挑设置，而不是按门的效果，所以它不会让门的比较产生偏差。每一行是一组部件（x：原型的选择，.：课程的选择），列出基线的首词元份额（n 个种子上的均值 [最小值, 最大值]）和第 0 层的份额。第一行是课程的设置，第二行是强汇点设置（七处全用），两者都有 3 个种子：
 
-# %% en="9f4545037638"
-for prefix, dataset, name in (("sink/paper", "bb", "paper-like, strong-sink set-up"),
-                              ("sink/gpt2", "bb", "GPT-2-style, strong-sink set-up"),
-                              ("paper", "bb", "paper-like, the course's set-up, Bigram-Backcopy"),
-                              ("gpt2", "bb", "GPT-2-style, the course's set-up, Bigram-Backcopy"),
-                              ("paper", "text", "paper-like, the course's set-up, text"),
-                              ("gpt2", "text", "GPT-2-style, the course's set-up, text")):
+# %% en="86bd00cfc92d"
+print(analysis.search_table(analysis.search_with_setups(search, runs, lm.SETUPS), lm.SINK_FACTORS))
+for seed in range(3):
+    run = runs[f"sink/paper/bb/none/seed{seed}"]
+    print(_("all seven, seed {seed}: share on BOS {share:.3f}, layer 0 {layer0:.3f}").format(
+        seed=seed, share=run["first_token_share"], layer0=run["first_token_share_per_layer"][0]))
+
+# %% [markdown] en="eae613a150f8"
+# **搜索说明了什么。**
+#
+# - *给了全部七处选择，课程的代码也会形成强汇点*（第二行）：三个种子中有两个，第 0 层几乎把全部注意力放在 BOS 上（见表下方打印的各个种子），第三个少得多。所以模式弱从来不是注意力、RoPE 或 FFN 代码的问题。
+# - *在这个设置中，七处里有两处是必需的，都在模型里*：GPT-2 的 N(0, 0.02) 初始化和单独的输出头。从七处中去掉任何一个（换成 PyTorch 的默认初始化，或者让输出头重新与嵌入绑定），3 个种子的份额都会跌回课程设置的水平，甚至更低。输出头绑定时，第 0 层在三个种子中都停在均匀注意力（0.06）。这只是在一组七处改动中逐一去掉，而且只用了一个训练方案（学习率 1e-2，权重衰减 0.1，2,500 步）。Gu 等在许多设置中都发现了汇点，只要训练足够久。所以其他途径（更长的训练、别的学习率或权重衰减）在这里是没测，而不是被排除了。
+# - *只有它们还不够*：原型的模型配上课程的数据和训练（新序列、像词那样开头的第一个字符、平滑过的二元组），形成不了强汇点。即便保留 GPT-2 初始化、独立输出头和原型的数据，只要把触发符换回字母 f、p、w，再把偏置加回去，也形成不了强汇点。然而在其余五处中去掉任意*一处*，强汇点仍然存在（各一个种子）。这些部件共同起作用，没有哪一处单独就是开关。
+#
+# 为什么偏偏是这两个模型部件？我们没有把原因分离出来。一种说得通的解读是：输出头与嵌入绑定时，BOS 的嵌入同时充当输出向量；而 BOS 永远不会是下一个词元，于是每次预测都要把它往外推。这与把它塑造成一个沉默的键相冲突。而小的初始化让每个头一开始都接近均匀、值也很小，离汇点所需的“什么也不做”很近。
+#
+# ### 承担负载的汇点在哪里形成？
+#
+# 上面的搜索找的是强*模式*。为了寻找*负载*，我们对随课程提供的每种设置都做了功能测试：两种构建，分别在强汇点数据、课程的 Bigram-Backcopy 和文本上（类论文模型见上文，GPT-2 风格模型见附录）。强模式几乎不承担负载；课程的设置在两种构建、两个数据集上都承担负载，GPT-2 风格的基线最多。所以我们不必再去试更长的序列或更多的层。在我们的运行中，两种情形的区别在于值状态排空。一种能解释两者的读法是：BOS 的值被排空时，汇点用起来不花什么，丢了也不损失什么；BOS 的值是实在的向量时，模型学会去读它，于是离不开它。按 Guo 等的说法，BOS 上的注意力和它的值被排空，会在训练中相互强化；上面的曲线画出了训练过程中的份额和屏蔽 BOS 的代价。
+#
+# ### 两种构建的差别由哪个部件决定？（课程的设置）
+#
+# 在课程的设置中，两种构建有三处模型上的差别（归一化、位置、门偏置），还有训练上的差别（训练方案、FFN 宽度）。为了找出是哪一处决定了某个差别，我们**一次只改一处**，只改两种构建不同的地方；先用一个种子，一个种子不够时再加。每个消融实验从一种构建出发，换上另一种构建的一个部件。“paper, gpt2's recipe and d_ff” 是完全按 GPT-2 风格模型训练的类论文模型；“gpt2 + RoPE” 是用旋转位置编码代替可学习位置的 GPT-2 风格模型，依此类推（`lm.ABLATIONS`）。标着“构建”的行是完整的构建，供参考；n 是每个均值背后的种子数。
+
+# %% en="61aa0f4630cc"
+sources = {_("build: {name}").format(name=NAMES[arch]): (runs, arch) for arch in lm.ARCHS}
+sources.update({name: (ablations, name) for name in lm.ABLATIONS})
+print(_("Bigram-Backcopy (triggers f, p, w)"))
+print(analysis.ablation_table(sources, "bb"))
+print()
+print(_("Docstring text"))
+print(analysis.ablation_table(sources, "text"))
+
+# %% [markdown] en="c2e70a22b951"
+# **消融实验说明了什么。**
+#
+# - *Bigram-Backcopy：门能否移动弱模式。*没有门时，每种构建和消融都形成差不多同样的弱模式（份额约 0.2，主要在第 0 层）。不同的是 G1 逐元素对它的作用。用可学习位置时，份额基本不动：GPT-2 风格模型，以及用可学习位置代替 RoPE 的类论文模型。用旋转位置编码时，份额降了大约一半：类论文模型、换上 RoPE 的 GPT-2 风格模型，以及按 GPT-2 风格方案和宽度训练的类论文模型。单换 RMSNorm 降幅小得多；加上门偏置，类论文模型的降幅基本不变（一个种子）。这**指向**位置编码，而不是归一化、门偏置或训练方案。但这算不上证明：这些是 1 到 3 个种子的均值，而完整的类论文模型在这里的效应本身就落在它各种子的分散之内（见附录中 3 种子的表）。
+# - *文档字符串文本：基线本身。*这里两种构建在没有门时就不同：GPT-2 风格的基线在 BOS 上放了更多权重，损失也更高。给它换上 RoPE（一个种子），份额的差距就消失了，损失差距也缩小了一半以上。按 GPT-2 风格方案和宽度训练的类论文模型（一个种子），损失介于两种构建之间：损失差距的其余部分，由归一化和块的细节，以及训练方案连同更宽的 FFN 分担。
+#
+# 为什么位置会要紧？我们没有分离出机制。一种说得通的解读是：用可学习的绝对位置时，位置 0 有一个专属的向量，任何查询都找得到。于是空闲的头可以一直把权重停在那里，同时由门把输出关掉。一个几乎关上的头，注意力权重上几乎得不到梯度，也就没有什么会移动它们。用 RoPE 时，键是通过它相对于每个查询的偏移被看到的，位置 0 没有专属的向量来标记。
+#
+# ## 巨量激活，用两种方式测量
+#
+# 论文说门缓解了*巨量激活*（massive activations）：大模型的残差流里，有少数几个元素比其余的大好几个数量级。论文测的是最大激活的绝对值（M-Act，1053 → 94）。Sun 等 2024 则相对于隐藏状态本身来测：逐层比较最大的幅值 |h| 与幅值的**中位数**。激活超过 100、又约为中位数的 1,000 倍时，他们称之为巨量。在我们这么小的模型里，单看绝对大小说明不了多少：一个处处都大的残差流，最大值也大，里面却没有任何巨量的东西。下面逐层列出各种子上的均值，以及有多少个种子的最大激活落在 BOS 上：
+
+# %% en="350d210869bc"
+for prefix, dataset, name in (("sink/paper", "bb", _("paper-like, strong-sink set-up")),
+                              ("paper", "bb", _("paper-like, the course's set-up, Bigram-Backcopy")),
+                              ("paper", "text", _("paper-like, the course's set-up, text"))):
     print(name)
     print(analysis.massive_table(runs, prefix, dataset))
     print()
 extremes = analysis.massive_extremes(runs)
-print("over every layer of every shipped run: max/median from {:.0f}x ({}) to {:.0f}x ({}); "
-      "the largest activation at BOS in {} of {} layers".format(
-          *extremes["lowest"], *extremes["highest"], extremes["at_bos"], extremes["layers"]))
+print(_("over every layer of every shipped run: max/median from {low:.0f}x ({low_run}) to "
+        "{high:.0f}x ({high_run}); the largest activation at BOS in {at_bos} of {layers} layers").format(
+    low=extremes["lowest"][0], low_run=extremes["lowest"][1], high=extremes["highest"][0],
+    high_run=extremes["highest"][1], at_bos=extremes["at_bos"], layers=extremes["layers"]))
 
-# %% [markdown] en="8936320c27ac"
-# **这里没有什么是巨量的。**在每种设置、构建和变体中，最大激活都在中位数的大约十倍到大约一百倍之间（见表格下面那一行），远未达到 Sun 等称之为巨量激活的千倍，而且只在不到四分之一的层中落在 BOS 上。在最大 |h| 达到几百的地方，中位数也很大：那里是整个残差流都大，而不是其中少数几个元素。一个绝对阈值（比如“低于 1,000，所以没有巨量激活”）分不清这些情形；比值能分清。所以我们的运行无法检验论文关于门能缓解巨量激活的论断：在这些宽度 64 的 2 层模型中，不论有没有门，巨量激活都没有形成，我们也不知道更多的层、更大的宽度或更长的训练会不会让它们形成。G1 的各行也不是稳定地更低（见下面与论文对比的表）。
+# %% [markdown] en="2add2e48de52"
+# **这里没有什么是巨量的。**在每种设置、构建和变体中，最大激活都只有中位数的大约十倍到一百倍（见表格下面那一行），远未达到 Sun 等所说的千倍，而且只在不到四分之一的层中落在 BOS 上。最大 |h| 达到几百的地方，中位数也很大：那里是整个残差流都大，而不是少数几个元素。所以我们的运行无法检验“门能缓解巨量激活”这条论断：在这些宽度 64 的 2 层模型中，不论有没有门，巨量激活都没有形成。更多的层、更大的宽度或更长的训练会不会让它们形成，我们不知道。Guo 等描述过第一个词元上的“残差状态峰值”（residual-state peak），这是玩具中巨量激活的对应物；表格最后一列表明，这里的最大激活大多不在 BOS 上。
 #
 # ## 论断 (b)：稀疏、依赖查询的门分数
 #
-# 论文发现 G1 的门分数大多接近零：每个词元只打开每个头输出的一小部分。下面是每个带门变体在验证集上的全部门分数（类论文构建，种子 0），分别在强汇点设置中和文本上：
+# 论文发现 G1 的门分数大多接近零（表 4 中均值为 0.116）：每个词元只打开每个头输出的一小部分。下面是每个带门变体在验证集上的全部门分数（类论文模型，种子 0），分别在强汇点设置中和文本上：
 
 # %% en="30bcf4699f34"
 plots.gate_histograms(runs, "bb", seed=0, arch="paper", setup="sink")
@@ -384,14 +476,17 @@ plots.gate_histograms(runs, "text", seed=0, arch="paper")
 for prefix in ("sink/paper", "sink/gpt2", "paper", "gpt2"):
     print(analysis.gate_at_triggers(runs, prefix))
 
+# %% [markdown] en="788650eaf8f6"
+# 在 Bigram-Backcopy 上，两种设置、两种构建的门都是稀疏的，在触发符处比在别处开得大得多。这与论文一致，但任务本身就是为此构造的：90 % 以上的位置没有东西可复制。在文本上，几乎每个位置都有可以从上下文预测的东西，门一直开着（均值约 0.3）。
+
 # %% [markdown] en="d5eeef74c534"
 # ## 论断 (a)：非线性，在代码中
 #
-# 没有门时，一个头对输出的贡献是 `weights_h @ x @ W_V,h @ W_O,h`：一个线性映射 M_h = W_V,h W_O,h（d_model × d_model）作用于经注意力混合的输入。M_h 要经过 head_dim 个通道，所以**它的秩最多是 head_dim**。论文把这称为门使之变成非线性的那个低秩线性映射。
+# 没有门时，一个头对输出的贡献是 `weights_h @ x @ W_V,h @ W_O,h`：一个线性映射 M_h = W_V,h W_O,h（d_model × d_model）作用于经注意力混合的输入。M_h 要经过 head_dim 个通道，所以**它的秩最多是 head_dim**。论文说的就是这个低秩线性映射，门让它变成非线性的。
 #
-# 我们取训练好的类论文模型（强汇点设置，种子 0）的第 0 层，把它的权重载入**你的** `GatedCausalSelfAttention`，用 `rope=True`（旋转位置编码在那里是现成的代码）：`lm.as_exercise_attention` 把 `linear_q/k/v` 堆叠成你的 `qkv`，并把 `linear_o` 的矩阵放进你的 `out`。这些模型的 W_O 上没有偏置，和你的一样，所以我们先检查你的模块算出的恰好是语言模型算出的东西。
+# 我们取训练好的类论文模型（强汇点设置，种子 0）的第 0 层，把权重载入**你的** `GatedCausalSelfAttention`，用 `rope=True`（旋转位置编码在那里是现成的代码）：`lm.as_exercise_attention` 把 `linear_q/k/v` 堆叠成你的 `qkv`，再把 `linear_o` 的矩阵放进你的 `out`。这些模型的 W_O 上没有偏置，和你的一样。所以我们先检查：你的模块算出的，恰好就是语言模型算出的东西。
 
-# %% en="244ede502656"
+# %% en="8be54d45ba56"
 from exercises.gated_attention import (GatedCausalSelfAttention, fold_static_gate,
                                        linear_fold_residual, value_output_map)
 
@@ -407,115 +502,129 @@ def trained_layer(gate):
 with torch.no_grad():
     for gate in ("none", "elementwise", "headwise", "static"):
         module, x, reference = trained_layer(gate)
-        print(f"{gate:>12}: your module = the LM's layer: {torch.allclose(module(x), reference)}")
+        print(_("{variant}: your module = the LM's layer: {same}").format(
+            variant=pad(analysis.label(gate), 16, ">"), same=torch.allclose(module(x), reference)))
     ranks = [torch.linalg.matrix_rank(value_output_map(module, h)).item() for h in range(4)]
-print("rank of W_V,h W_O,h per head (head_dim = 16):", ranks)
+print(_("rank of W_V,h W_O,h per head (head_dim = 16):"), ranks)
 
 # %% [markdown] en="91a92e613b1f"
 # **静态标量可以并入 W_O。**σ(g_h)·(y_h W_O,hᵀ) = y_h (σ(g_h) W_O,h)ᵀ：缩放 W_O 中头 h 的那些列，然后去掉门。并入之后不带门的模块算出同样的输出。
 
-# %% en="3c03f0366521"
+# %% en="c1e8fed13726"
 with torch.no_grad():
-    module, x, _ = trained_layer("static")
+    module, x, _reference = trained_layer("static")
     folded = fold_static_gate(module)
-    print("static gates:", [round(v, 2) for v in torch.sigmoid(module.gate_logit).tolist()])
+    print(_("static gates:"), [round(v, 2) for v in torch.sigmoid(module.gate_logit).tolist()])
     gap = (module(x) - folded(x)).abs().max().item()
-    print("static-gated output = folded ungated output (to 1e-12):", gap < 1e-12)
+    print(_("static-gated output = folded ungated output (to 1e-12):"), gap < 1e-12)
 
 # %% [markdown] en="3e2050e03bbf"
 # **依赖输入的门无法并入。**对每个头，我们拟合最好的单个矩阵 M（在 64 × 64 个词元上做最小二乘），使 `(weights_h @ x) @ M` 与这个头加到输出上的东西相符。我们报告相对残差：0 表示这个头就是一个线性映射。
 
-# %% en="997763f84136"
+# %% en="e261de1cb464"
 with torch.no_grad():
     for gate in ("none", "static", "headwise", "elementwise"):
-        module, x, _ = trained_layer(gate)
+        module, x, _reference = trained_layer(gate)
         residuals = [linear_fold_residual(module, x, h) for h in range(4)]
-        print(f"{gate:>12}: relative residual of the best linear fold per head:",
-              " ".join(f"{r:.2f}" for r in residuals))
+        print(_("{variant}: relative residual of the best linear fold per head:").format(
+            variant=pad(analysis.label(gate), 16, ">")), " ".join(f"{r:.2f}" for r in residuals))
 
 # %% [markdown] en="863d7ba3642a"
-# **门做不到的事：把秩提高到 head_dim 以上。**一个带门的头的输出，不论堆叠多少个词元，都是一个有 head_dim 列的矩阵。它的秩最多是 head_dim，有没有门都一样。原始笔记 003 声称，对 128 通道的头，门把“秩”从 127.3 提高到 156.8。这不可能：156.8 > 128。论文里也没有这样的数字。收益来自输入到输出的映射变成了非线性的（上面的残差），而不是来自超过头宽度的秩。
+# **门做不到的事：把秩提高到 head_dim 以上。**一个带门的头的输出，不论堆叠多少个词元，都是一个有 head_dim 列的矩阵。它的秩最多是 head_dim，有没有门都一样。笔记 003 声称，对 128 通道的头，门把“秩”从 127.3 提高到 156.8。这不可能：156.8 > 128。论文里也没有这样的数字。收益来自输入到输出的映射变成了非线性的（上面的残差），而不是来自超过头宽度的秩。
 
-# %% en="8735dc7f335b"
+# %% en="f03acdd46ec6"
 with torch.no_grad():
-    module, x, _ = trained_layer("elementwise")
-    y, _ = module.attend(x)
+    module, x, _reference = trained_layer("elementwise")
+    y, _weights = module.attend(x)
     gated = (y * module.gate_scores(x))[..., 0, :].reshape(-1, 16)
-print(f"head 0: {gated.shape[0]} tokens x {gated.shape[1]} channels, rank "
-      f"{torch.linalg.matrix_rank(gated).item()} (at most head_dim = 16)")
+print(_("head 0: {tokens} tokens x {channels} channels, rank {rank} (at most head_dim = 16)").format(
+    tokens=gated.shape[0], channels=gated.shape[1], rank=torch.linalg.matrix_rank(gated).item()))
 
-# %% [markdown] en="5a46792789bb"
-# ## 是哪个部件让两种构建产生差异？（课程的设置）
+# %% [markdown] en="22edb3e83ba7"
+# ## 与论文逐项对照
 #
-# 在课程的设置中，两种构建在模型的三个部件（归一化、位置、门的偏置）和训练（训练方案、FFN 宽度）上都不同。为了找出是哪一个决定了某个差异，我们**一次只改一处**，只在两种构建不同的地方改，先用一个种子，一个种子不够的地方再加。每个消融实验从一种构建出发，换上另一种构建的一个部件：“paper, gpt2's recipe and d_ff”是按 GPT-2 风格构建的方式训练的类论文模型；“gpt2 + RoPE”是用旋转位置编码代替可学习位置的 GPT-2 风格构建；依此类推（`lm.ABLATIONS`）。标为“build”的行是完整的构建，供参照；n 是每个均值背后的种子数。
+# 论文的数字（表 4，15B MoE 模型，除非另行说明均为 G1 逐元素）与我们的对照：各种子上的均值，G1 逐元素（或静态标量）对基线，两种构建，强汇点设置和课程的设置。判定一栏对类论文模型套用秩规则，并附上精确 p 值；最后一栏对 GPT-2 风格模型做同样的事。*是*表示每个带门种子都低于每个基线种子。*未显示*表示种子相互重叠，意思是这些种子显示不出效应，而不是没有效应。*只看方向*表示某一边不到 3 个种子（3 种子的运行只有种子 0 做了功能测试）。对门分数，*是*表示均值低于 0.2。我们的困惑度按字符计，论文的按词元计：只比较方向，不比较数值。
 
-# %% en="e0a06e05d06d"
-sources = {f"build: {NAMES[arch]}": (runs, arch) for arch in lm.ARCHS}
-sources.update({name: (ablations, name) for name in lm.ABLATIONS})
-print("Bigram-Backcopy (triggers f, p, w)")
-print(analysis.ablation_table(sources, "bb"))
-print()
-print("Docstring text")
-print(analysis.ablation_table(sources, "text"))
-
-# %% [markdown] en="edd69f63fd4c"
-# **消融实验说明了什么。**
-#
-# - *Bigram-Backcopy：门是否移动了弱汇点。*没有门时，每种构建和消融都形成差不多同样的弱汇点（份额约 0.2，主要在第 0 层）。不同的是 G1 逐元素对它做了什么。用可学习位置时，它停在原处：GPT-2 风格构建，以及用可学习位置代替 RoPE 的类论文构建。用旋转位置编码时，它降了大约一半：类论文构建、换上 RoPE 的 GPT-2 风格构建，以及用 GPT-2 风格训练方案和宽度训练的类论文构建。在 GPT-2 风格构建中只换上 RMSNorm，降幅小得多；加上门偏置，类论文构建的降幅基本不变（一个种子）。所以在这个设置中，**决定它的是位置编码**：是 RoPE，而不是归一化、门偏置或训练方案。这个任务上种子间的分散很大，所以要把 n = 3 那些行的均值与上面表中完整构建各种子的分散相比较，而不是比较单个种子。
-# - *文档字符串文本：基线本身。*这里两种构建在没有门时就已经不同：GPT-2 风格的基线在 BOS 上放了更多权重，损失也更高。给它换上 RoPE（一个种子），汇点的差距就消失了，损失差距也减少了一半以上。用 GPT-2 风格训练方案和宽度训练的类论文模型（一个种子）的损失介于两种构建之间：损失差距的其余部分由归一化和块的细节，以及训练方案连同更宽的 FFN 分担。
-#
-# 为什么位置会要紧？我们没有分离出机制。一种说得通的解读：用可学习的绝对位置时，位置 0 有一个专属于它的向量，任何查询都找得到，所以一个空闲的头可以一直把权重停放在那里，同时由它的门把它的输出关掉（一个几乎关上的头，在注意力权重上几乎得不到梯度，所以没有什么会移动它们）。用 RoPE 时，键是通过它相对于每个查询的偏移被看到的，位置 0 没有专属于它的向量来标记。
-
-# %% [markdown] en="01fb07d309d4"
-# ## 论断 (d) 及其余：与论文并排
-#
-# 论文的数字（除非另有说明，都来自它的 15B MoE 运行），旁边是我们的：3 个种子的均值，G1 逐元素对比基线，两种构建，分别在强汇点设置和课程的设置中。“能复现吗？”一栏把本课的规则应用于类论文构建（按论文的模型搭建的那一种），最后一栏把同样的规则应用于 GPT-2 风格构建：当每个带门的种子都低于每个基线种子时为*是*（再给出低多少，按均值计），当只有均值在论文的方向上时为*否（在种子噪声之内）*；它需要每边各 3 个种子，少于 3 个时只说*仅方向*。对门分数，*是*表示均值低于 0.2。我们的困惑度是按字符计的，论文的按词元计：比较方向，不要比较数值。
-
-# %% en="27503c3e1c90"
-CASES = [("sink bb", "sink/paper", "sink/gpt2", "bb"), ("course bb", "paper", "gpt2", "bb"),
-         ("text", "paper", "gpt2", "text")]
+# %% en="c4ca6eea8373"
+CASES = [(_("sink bb"), "sink/paper", "sink/gpt2", "bb"), (_("course bb"), "paper", "gpt2", "bb"),
+         (_("text"), "paper", "gpt2", "text")]
 print(analysis.paper_comparison(runs, CASES))
 
-# %% [markdown] en="a2a822de3e82"
-# 论文的数字从哪里来：困惑度来自论文的仓库（`figs/plot_compare.ipynb`：基线 6.026，G1 5.761，G5 6.017）；首词元注意力 46.7 % → 4.8 % 来自论文的注意力汇点分析（引自课程的论断核查，那里把它标为“需在论文中核实”）；约 0.116 的门分数均值来自二手总结，0.104 且 70 % 低于 0.1 是第三方在发布的 1B 模型上测得的；“缓解巨量激活”来自论文在 OpenReview 上的摘要（我们没有为它引用任何数字）。
+# %% [markdown] en="ab23aeccd648"
+# 论文的数字从哪里来：首词元注意力（F-Attn）、最大激活（M-Act）、门分数均值和与输入无关的门，都来自论文的表 4。困惑度也可以在论文的仓库中查到（`figs/plot_compare.ipynb`：基线 6.026，G1 5.761，G5 6.017）。0.104、且 70 % 低于 0.1，是第三方在发布的 1B 模型上测得的。上面的判定对许多行套用同一条规则，没有做多重比较校正。单独一个 p = 0.05 的“是”只能算提示；经过校正的检验，是多种子实验中的那些。
 #
 # ### 什么能复现，什么不能，为什么
 #
-# - **没有注意力汇点（论断 c）：在形成汇点的地方能复现。**在强汇点设置中，G1 逐元素在两种构建和每个种子中都降低了首词元份额，在类论文构建中降幅与论文报告的差不多。在课程的设置中，基线的汇点很弱，效应在种子噪声之内。一种方法去除了某样东西，这个说法只能在那样东西存在的地方检验；找出它在哪里形成，占了大部分工作。
-# - **稀疏、依赖查询的门分数（论断 b）：在 Bigram-Backcopy 上能复现**，两种设置和两种构建都是（G1 逐元素：平均门分数只有百分之几，90 % 以上的分数低于 0.1，在触发符处比在其他地方开得大得多），**在文本上不能**：那里几乎每个位置都有可以从上下文预测的东西，门一直开着（均值约 0.3）。
+# - **没有注意力汇点（论断 c）：模式。**在形成强模式的地方，G1 逐元素在两种构建、每个种子中都降低了它，方向与论文一致：类论文模型中的倍数与论文相近，GPT-2 风格模型中小一些（见上表）。我们带门后的份额低于均匀注意力，论文的则远高于均匀注意力，所以数值本身不可比。在模式弱的地方，这些种子显示不出它对模式的效应。
+# - **没有注意力汇点（论断 c）：依赖。**论文没有测这一项；StreamingLLM 说明了它为什么要紧。在我们的基线依赖 BOS 的地方（课程的设置），G1 逐元素在目前测过的每次运行中都把依赖降到一小部分；静态标量和加宽的基线都没有做到。在汇点是强模式的地方，本来就没有依赖可以消除。
+# - **与输入无关的对照。**论文中与输入无关的门把汇点降低了一点（0.467 → 0.364）。我们的静态标量也降低了强模式的均值，但只有在 GPT-2 风格模型中，各种子才显示出这一点（见上表；未校正的 p = 0.05）。依赖词元的门走得远得多，在论文中如此，在这里也如此。
+# - **稀疏、依赖查询的门分数（论断 b）：在 Bigram-Backcopy 上一致**，但这是任务构造使然；**在文本上不一致**，那里的门一直开着。
 # - **非线性（论断 a）：成立，由代数保证**，并在代码中检查过：静态标量可以恰好并入 W_O；依赖输入的门不能。
-# - **巨量激活：这里无法检验。**这些模型中没有形成巨量激活（只有中位数的几十倍，而不是 Sun 等称为巨量的千倍），不论有没有门。
-# - **损失（论断 d）：在 Bigram-Backcopy 上没有差别**，它随机的二元组字符设定了一个每个变体都能达到的下限；**在文本上有门时更低**（按本课的规则，两种构建都是），与论文的方向一致，但一个字符级模型的幅度无法与论文的困惑度相比。
+# - **巨量激活：这里无法检验。**不论有没有门，这些模型中都没有形成巨量激活，按论文的绝对度量和 Sun 等的比值都是如此。
+# - **损失（论断 d）：在 Bigram-Backcopy 上没有差别**，随机的二元组字符设定了一个每个变体都能达到的下限。**在文本上有门时更低**，两种构建都是，方向与论文一致；但字符级模型的幅度无法与论文的困惑度相比。
 #
-# 为什么会形成强汇点，只得到了部分回答：在课程的代码中，两个模型选择是必需的（GPT-2 的 N(0, 0.02) 初始化、一个单独的输出头），但并不充分（原型的数据和训练部件要一起起作用）；我们没有分离出机制。这里的一切都是 2 层、宽度 64、2,500 步和 3 个种子：它表明论文的效应在玩具规模上存在，以及在什么条件下存在，而不是它在真实模型中有多大。
+# “某方法能消除某样东西”这种论断，只能在那样东西存在的地方检验。在这里，这需要回答两个问题：模式在哪里形成？模型又在哪里需要它？两个问题的答案不一样。
 
-# %% [markdown] en="bf0d86a49185"
+# %% [markdown] en="379253f0b1a1"
 # ## 自测
 #
-# 1. 为什么每个头一个固定的门 σ(g_h) 可以从训练好的模型中去掉而不改变它的输出，而论文的门不行？
-# 2. 一个头在 10,000 个词元上的输出是一个 10,000 × 128 的矩阵。不论有没有门，它的秩最大能是多少？
-# 3. 在 Bigram-Backcopy 中，注意力在哪些位置上有活要干？在其他位置上，一个 softmax 头做什么，而一个带门的头可以改做什么？
-# 4. 你的门是从注意力输出 y 而不是从 x 计算的。为什么这不是论文的门，哪个检查用例能发现它？
-# 5. 我们在 Bigram-Backcopy 上的验证损失几乎不随门变化。这与论文矛盾吗？
-# 6. 论文的代码里没有 `gate_proj` 模块。它的门 logit 从哪里来，为什么从同一个 X 出发、不带偏置的 `gate_proj` 是同一个函数？
-# 7. 类论文基线的两次运行，注意力代码相同，分别把 0.21 和 0.47 的注意力放在 BOS 上。汇点搜索发现哪两个模型选择是强汇点所必需的？为什么在第一次运行上检验“门去除了汇点”说明不了多少？
+# 1. 为什么每个头一个固定的门 σ(g_h) 可以从训练好的模型中去掉而不改变输出，而论文的门不能？
+# 2. 一个头在 10,000 个词元上的输出是一个 10,000 × 128 的矩阵。不论有没有门，它的秩最大是多少？
+# 3. 在 Bigram-Backcopy 中，注意力在哪些位置有活要干？在其他位置，softmax 头会怎么做？带门的头又能怎么做？
+# 4. 你的门是用注意力输出 y 而不是 x 算出的。为什么这不是论文的门？哪个检查用例能抓住它？
+# 5. 在 Bigram-Backcopy 上，我们的验证损失几乎不随门变化。这与论文矛盾吗？
+# 6. 论文的代码里没有 `gate_proj` 模块。它的门 logit 从哪里来？为什么从同一个 X 出发、不带偏置的 `gate_proj` 是同一个函数？
+# 7. 在强汇点设置中，基线的第 0 层几乎把全部注意力放在 BOS 上，屏蔽 BOS 却几乎没有代价。在课程的设置中，份额低得多，屏蔽 BOS 却有实在的代价。差别从何而来？StreamingLLM 担心的是哪一种汇点？
+# 8. 3 个种子对 3 个种子时，“每个带门种子都低于每个基线种子”给出 p = 0.05。为什么 3 对 3 不可能得到更好的结果？10 对 10 时有什么变化？
 #
 # <details><summary>答案</summary>
 #
-# 1. σ(g_h) 对每个词元都是同一个数，所以 σ(g_h)·(y_h W_O,hᵀ) = y_h (σ(g_h) W_O,h)ᵀ：把 W_O 中头 h 的那些列乘以它一次，然后去掉门。论文的门 σ(x W_θ) 随词元变化，所以没有哪个固定的矩阵能吸收它。在上面，最好的线性折叠留下了很大的残差。
-# 2. 最多 128，即它的列数。门只是对元素做乘法，不会增加列。所以原始笔记 003 的“127.3 → 156.8”是不可能的。
-# 3. 只在紧跟触发符的位置，那里的下一个字符复制触发符之前的那个字符。在其他任何地方，softmax 仍然必须把权重 1 分给某样东西。训练好的头把它停放在 BOS 上，而 BOS 的值很小：这就是汇点。带门的头可以改为关上它的门（门分数接近 0），所以它不需要汇点。触发符对比其他地方的表显示门正是这样做的：在触发符处比在其他地方开得大得多。
-# 4. 论文从这一层归一化后的输入 X 计算门，也就是与 q、k、v 相同的输入。从 y 算出的门取决于注意力找到了什么，而不是这个词元是什么。用例“x (5, 8): the gate is computed from x, and sits before W_O”能发现它。
-# 5. 不矛盾。这个任务有一个熵的下限：二元组字符是随机的，所以每个学会了那张表和复制规则的变体都达到同样的损失。论文的损失收益来自在数万亿词元上训练的大模型，在那里门额外的表达能力有施展的余地。
-# 6. 来自 `q_proj` 多出的输出行，按键/值头的组排列：先是这组各头的查询，再是它们的门（只有不用分组查询注意力时，才是每个头一块）。`q_proj` 读取归一化后的隐藏状态 X，并且没有偏置（QKV 偏置关闭，与 Qwen3 一样），所以那些行计算的是 X W_θ，正是 `Linear(d_model, n_gates, bias=False)` 从同一个 X 算出的东西。把它们拆出来改变的是记账方式，而不是函数。
-# 7. GPT-2 的 N(0, 0.02) 初始化和一个单独的输出头（不与嵌入绑定）：缺了任何一个，份额在 3 个种子中的每一个里都降到课程的水平或更低，尽管没有原型的数据和训练部件，它们两个也都不够。在第一次运行上，基线几乎没有汇点可去除，它的种子分散得和门的效应一样大，所以不论门做了什么，判定都是“在种子噪声之内”。在汇点强的地方，同样的门把它降到约十分之一，每个种子都如此。
+# 1. σ(g_h) 对每个词元都是同一个数，所以 σ(g_h)·(y_h W_O,hᵀ) = y_h (σ(g_h) W_O,h)ᵀ：把 W_O 中头 h 的那些列乘以它一次，就可以去掉门。论文的门 σ(x W_θ) 随词元而变，没有哪个固定矩阵能吸收它。上面最好的线性并入留下了很大的残差。
+# 2. 最多 128，也就是它的列数。门只是把元素相乘，不会增加列数。所以笔记 003 的“127.3 → 156.8”不可能。
+# 3. 只在触发符之后，下一个字符复制触发符之前的那个字符。在其他位置，softmax 仍然要把权重 1 分给某处。训练好的头常把它停放在 BOS 上。带门的头可以把门关上（门分数接近 0），于是不需要汇点。触发符与别处对比的那张表显示门正是这样做的：在触发符处比在别处开得大得多。
+# 4. 论文用这一层归一化后的输入 X 算门，也就是与 q、k、v 相同的输入。由 y 算出的门取决于注意力找到了什么，而不是这个词元是什么。用例 “x (5, 8): the gate is computed from x, and sits before W_O” 能抓住它。
+# 5. 不矛盾。这个任务有一个熵的下限：二元组字符是随机的，所以每个学会了二元组表和复制规则的变体都达到同样的损失。论文的损失收益来自在数万亿词元上训练的大模型，那里门额外的表达能力才有用武之地。
+# 6. 来自 `q_proj` 多出的输出行，按键/值头的组排列：先是这组各头的查询，再是它们的门（只有不用分组查询注意力时，才是每个头一块）。`q_proj` 读的是归一化后的隐藏状态 X；没有 QKV 偏置时，这些行算的就是 X W_θ，恰好是 `Linear(d_model, n_gates, bias=False)` 从同一个 X 算出的东西。把它们拆出来只改变记账方式，不改变函数。
+# 7. 差别在于值状态排空。在强汇点设置中，BOS 的值只有其他词元的百分之几，读 BOS 什么也加不进来，丢掉它也什么都不改变：有模式，没有依赖。在课程的设置中，BOS 的值是模型会去读的实在向量（把它置零的代价和屏蔽 BOS 差不多）。StreamingLLM 担心的是依赖：模型失去最前面的词元就崩溃。门的效果在这种情形下才要紧。
+# 8. 精确检验数的是 6 个值的排列方式：从中选出哪 3 个是带门的，共 C(6, 3) = 20 种；“所有带门的都低于所有基线的”只是其中一种，所以 p = 1/20。没有比它更极端的排列。10 对 10 时，同样的排列 p = 1/C(20, 10) = 1/184,756，而且较弱的排列也可能通过。
 #
 # </details>
 #
 # ## 小结
 #
-# - 论文的门是 Y' = Y ⊙ σ(X W_θ)：逐词元，来自这一层归一化后的输入；逐头（逐元素或逐头）；在 SDPA 之后、W_O 之前（G1）；没有自己的偏置（在它的代码中：`q_proj` 多出的行）。它不是每个头一个标量。
-# - 每个头一个静态标量可以并入 W_O。依赖输入的门给原本线性的值-输出通路加入了真正的非线性。没有哪种门能把一个头的秩提高到它的宽度以上。
-# - 在小模型中，强的注意力汇点并不是理所当然的：在课程的代码中，它只在用了 GPT-2 的小初始化和一个不绑定的输出头、再加上原型的数据和训练时才形成。在它形成的地方（首词元份额 0.471，第 0 层 0.78），G1 逐元素在每个种子中都把它降到 0.043，与论文报告的一样（46.7 % → 4.8 %）；在它很弱的地方（0.211），门的效应在种子噪声之内。
-# - 这是最后一课。你从手算 Q、K、V 走到了一个 2025 年的结果，并在一个像论文那样搭建的模型上亲自检查了它。
-# - 上一课：[第 07 课，围绕注意力搭建的 Transformer](07_transformer.ipynb)。
+# - 注意力汇点是一种模式（权重落在第一个词元上），在大模型中也是一种依赖（没有那个词元模型就崩溃：StreamingLLM）。两者都要检验。
+# - 论文的门是 Y' = Y ⊙ σ(X W_θ)：逐词元地由这一层的归一化输入算出，逐头（逐元素或逐头）作用，位于 SDPA 之后、W_O 之前（G1），没有自己的偏置（在它的代码中是 `q_proj` 多出的行）。它不是每个头一个标量。
+# - 每个头一个静态标量可以并入 W_O。依赖输入的门给原本线性的值-输出路径加入了真正的非线性。没有哪种门能把一个头的秩提高到它的宽度以上。
+# - 在玩具规模上，G1 逐元素在每个种子中都降低了强汇点模式，方向与论文一致（类论文模型中的倍数与论文相近）。在模型依赖 BOS 的地方，它在目前测过的每次运行中都把这种依赖降到一小部分（每组一两个种子）；要成为检验，还需要更多种子。静态标量和参数一样多的基线都保留了依赖。论文中与输入无关的门是静态标量的对应物，它只把汇点模式降低了一点。巨量激活在这里没有形成，所以那条论断仍未检验。
+# - 这是最后一课。你从手算 Q、K、V 出发，一直走到一个 2025 年的结果，并在一个仿照论文搭建的模型上亲自检验了它。
+# - 上一课：[第 07 课，围绕注意力的 Transformer](07_transformer.ipynb)。
+#
+# ## 附录：全部表格
+#
+# 我们测量的一切，按构建和设置列出：各种子上的均值，首词元份额另附 [最小值, 最大值]。“触发符处的门”是身为触发符的那些查询的平均门分数（下一个词元是回拷，这里正是注意力有活要干的地方）。“别处的门”是其他所有查询的平均门分数。“最大/中位数”是残差流的最大激活与其中位数之比。n 是种子数。
+
+# %% en="8b4ecc59fa5e"
+for prefix, dataset, name in (("sink/paper", "bb", _("paper-like, strong-sink set-up, Bigram-Backcopy")),
+                              ("sink/gpt2", "bb", _("GPT-2-style, strong-sink set-up, Bigram-Backcopy")),
+                              ("paper", "bb", _("paper-like, the course's set-up, Bigram-Backcopy")),
+                              ("gpt2", "bb", _("GPT-2-style, the course's set-up, Bigram-Backcopy")),
+                              ("paper", "text", _("paper-like, the course's set-up, docstring text")),
+                              ("gpt2", "text", _("GPT-2-style, the course's set-up, docstring text"))):
+    print(name)
+    print(analysis.results_table(runs, prefix, dataset))
+    print()
+
+# %% [markdown] en="ff49ca39b3bd"
+# GPT-2 风格模型种子 0 的功能测试，以及 GPT-2 风格模型的巨量激活表：
+
+# %% en="282064c02d52"
+print(analysis.functional_table(runs, [(_("strong-sink, Bigram-Backcopy"), "sink/gpt2", "bb"),
+                                       (_("course's, Bigram-Backcopy"), "gpt2", "bb"),
+                                       (_("course's, docstring text"), "gpt2", "text")]))
+print()
+for prefix, dataset, name in (("sink/gpt2", "bb", _("GPT-2-style, strong-sink set-up")),
+                              ("gpt2", "bb", _("GPT-2-style, the course's set-up, Bigram-Backcopy")),
+                              ("gpt2", "text", _("GPT-2-style, the course's set-up, text"))):
+    print(name)
+    print(analysis.massive_table(runs, prefix, dataset))
+    print()

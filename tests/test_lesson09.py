@@ -1,0 +1,178 @@
+"""Lesson 09: tiled attention equals naive attention (float64, 1e-12), its memory is linear and
+predicted to the byte, and the widget, the GPU record format and the sliding window hold."""
+import math
+
+import pytest
+import torch
+
+from course import tiled_gpu
+from course.memory import BlowUp, naive_column_attention
+from course.tiled_memory import (fit_line, fit_need, measure_call, predict_call,
+                                 score_matrix_bytes, solve_need)
+from course.widgets.lesson09 import L, WINDOW, draw_tiles, tile_order, tile_walk, tiles_explorer
+from solutions.attention import scaled_dot_product_attention
+from solutions.softmax import stable_softmax
+from solutions.tiled import (band_mask, key_blocks, online_softmax, sliding_window_attention,
+                             tile, tiled_attention, tiled_attention_forward)
+
+
+def _inputs(seed=0, batch=(2, 3), L_q=37, L_k=29, c=8, c_v=5):
+    generator = torch.Generator().manual_seed(seed)
+    q = torch.randn(*batch, L_q, c, generator=generator, dtype=torch.float64) * 3
+    k = torch.randn(*batch, L_k, c, generator=generator, dtype=torch.float64)
+    v = torch.randn(*batch, L_k, c_v, generator=generator, dtype=torch.float64)
+    bias = torch.randn(batch[-1], L_q, L_k, generator=generator, dtype=torch.float64)
+    mask = torch.rand(batch[0], 1, L_q, L_k, generator=generator) < 0.8
+    mask[0, 0, 3] = False  # a query that sees no key
+    return q, k, v, bias, mask
+
+
+def test_key_blocks_and_tiles():
+    assert key_blocks(10, 4) == [slice(0, 4), slice(4, 8), slice(8, 10)]
+    assert key_blocks(3, 8) == [slice(0, 3)]
+    t = torch.arange(12.0).view(1, 3, 4)
+    assert tile(t, slice(1, 3), slice(0, 2)).tolist() == [[[4.0, 5.0], [8.0, 9.0]]]
+    padding = torch.ones(2, 1, 4, dtype=torch.bool)
+    assert tile(padding, slice(1, 3), slice(2, 4)).shape == (2, 1, 2)  # the query axis kept whole
+    with pytest.raises(ValueError):
+        key_blocks(5, 0)
+
+
+@pytest.mark.parametrize("blocks", [(8, 8), (5, 7), (64, 64), (1, 3)])
+def test_tiled_forward_and_backward_equal_naive_to_1e_12(blocks):
+    q, k, v, bias, mask = _inputs()
+    out, lse = tiled_attention_forward(q, k, v, bias, mask, *blocks)
+    naive = scaled_dot_product_attention(q, k, v, bias=bias, mask=mask)
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(8) + bias).masked_fill(~mask, -math.inf)
+    assert (out - naive).abs().max() < 1e-12
+    assert torch.equal(torch.isinf(lse), torch.isinf(torch.logsumexp(scores, -1)))
+    assert (lse - torch.logsumexp(scores, -1)).nan_to_num(0).abs().max() < 1e-12
+    assert out[0, :, 3].abs().max() == 0  # the blind query: zeros, as in lesson 02
+
+    leaves = [t.clone().requires_grad_(True) for t in (q, k, v, bias)]
+    twins = [t.clone().requires_grad_(True) for t in (q, k, v, bias)]
+    weights = torch.randn_like(naive)
+    mine = torch.autograd.grad((tiled_attention(*leaves, mask, *blocks) * weights).sum(), leaves)
+    theirs = torch.autograd.grad((scaled_dot_product_attention(
+        *twins[:3], bias=twins[3], mask=mask) * weights).sum(), twins)
+    for a, b in zip(mine, theirs):
+        assert a.shape == b.shape and (a - b).abs().max() < 1e-12
+
+
+def test_gradcheck_with_a_broadcast_bias_and_a_padding_mask():
+    q, k, v, _, _ = _inputs(batch=(2,), L_q=5, L_k=6, c=3, c_v=2)
+    bias = torch.randn(5, 6, dtype=torch.float64)
+    mask = torch.tensor([[True] * 6, [True] * 4 + [False] * 2])[:, None, :]
+    inputs = [t.clone().requires_grad_(True) for t in (q, k, v, bias)]
+    assert torch.autograd.gradcheck(lambda *t: tiled_attention(*t, mask, 2, 4), inputs)
+
+
+def test_online_softmax_equals_stable_softmax_on_wide_rows():
+    x = torch.tensor([[-800.0, 0.0, 800.0, -30.0, 0.0, 10.0], [1000.0, 1001.0, 1002.0, -1e3, 5, 6]],
+                     dtype=torch.float64)
+    for dtype in (torch.float64, torch.float32):
+        for block in (1, 2, 4, 6, 9):
+            got = online_softmax(x.to(dtype), block)
+            assert got.dtype == dtype
+            torch.testing.assert_close(got, stable_softmax(x.to(dtype)), rtol=0,
+                                       atol=1e-15 if dtype == torch.float64 else 1e-7)
+
+
+def test_the_forward_never_holds_a_score_matrix_and_training_keeps_out_and_lse():
+    shapes = [(2, 4, 512, 16)] * 3
+    tiled = predict_call(lambda q, k, v: tiled_attention(q, k, v, None, None, 64, 64), shapes,
+                         train=True)
+    scores = score_matrix_bytes(2 * 4, 512, 512)
+    assert tiled.peak < scores / 4
+    assert tiled.held_after == 2 * 4 * 512 * (16 + 1) * 4  # output and logsumexp, exactly
+    naive = predict_call(naive_column_attention, shapes, train=True)
+    assert naive.held_after >= scores  # the softmax weights
+
+
+@pytest.mark.parametrize("train", [False, True])
+def test_prediction_on_meta_is_what_the_profiler_measures(train):
+    fn = lambda q, k, v: tiled_attention(q, k, v, None, None, 32, 32)  # noqa: E731
+    for length in (64, 96):
+        predicted = predict_call(fn, [(2, 2, length, 8)] * 3, train=train)
+        measured = measure_call(fn, [(2, 2, length, 8)] * 3, train=train)
+        # a CPU run may allocate a few scalars more than meta sees (12 bytes here)
+        assert predicted.peak == pytest.approx(measured.peak, rel=1e-3, abs=64)
+        assert predicted.held_after == pytest.approx(measured.held_after, rel=1e-3, abs=64)
+
+
+def test_the_tiled_need_is_linear_from_three_blocks_and_naive_quadratic():
+    def need(L):
+        return predict_call(lambda q, k, v: tiled_attention(q, k, v, None, None, 32, 32),
+                            [(2, 2, L, 8)] * 3).peak
+    line = fit_line(need, (96, 128))
+    assert need(160) == pytest.approx(line[1] * 160 + line[2], rel=1e-12)
+    a, b, d = fit_need(lambda L: predict_call(naive_column_attention, [(2, 2, L, 8)] * 3).peak)
+    assert a > 0 and predict_call(naive_column_attention, [(2, 2, 300, 8)] * 3).peak == \
+        pytest.approx(a * 300 ** 2 + b * 300 + d, rel=1e-12)
+    assert solve_need((0.0, 2.0, 10.0), 30.0) == 10 and solve_need((1.0, 0.0, 0.0), 100.0) == 10
+
+
+def test_sliding_window_skips_tiles_and_equals_the_band_mask():
+    generator = torch.Generator().manual_seed(2)
+    q, k, v = (torch.randn(2, 200, 4, generator=generator, dtype=torch.float64) for _ in range(3))
+    out, visited = sliding_window_attention(q, k, v, window=10, block=16)
+    band = band_mask(slice(0, 200), slice(0, 200), 10)
+    full, _ = tiled_attention_forward(q, k, v, mask=band, block_q=16, block_k=16)
+    assert (out - full).abs().max() < 1e-12
+    assert visited < len(key_blocks(200, 16)) ** 2 / 3
+
+
+def test_the_widget_replays_the_online_softmax():
+    walk = tile_walk(block=4, row=10, step=10_000)
+    scores = walk["scores"][10]
+    m, l = walk["final"]
+    assert walk["history"][-1][1] == pytest.approx(m) and walk["history"][-1][2] == pytest.approx(l)
+    assert m == pytest.approx(float(scores.max()))
+    assert len(walk["visited"]) == walk["tiles"] == walk["all_tiles"] == (L // 4) ** 2
+    assert any(later[2] < earlier[2] for earlier, later in zip(walk["history"], walk["history"][1:]))
+    banded = tile_walk(block=4, row=10, step=10_000, window=WINDOW)
+    assert banded["tiles"] < banded["all_tiles"] and banded["tiles"] == len(tile_order(4, WINDOW))
+    assert tile_walk(block=4, row=10, step=0)["visited"] == tile_order(4)[:1]
+
+
+def test_the_widget_draws_and_redraws():
+    from course.widgets.base import render_png
+
+    assert render_png(draw_tiles, step=3, block=6, row=23, window=True)[:4] == b"\x89PNG"
+    box = tiles_explorer()
+    before = box.children[1].value
+    box.children[0].children[1].value = 8
+    assert box.children[1].value != before
+
+
+def _record():
+    run = BlowUp("naive", sizes=[1024, 2048], peaks=[10**9, 4 * 10**9], seconds=[0.1, 0.4],
+                 out_of_memory_at=4096, stopped="torch.cuda.OutOfMemoryError at L = 4096")
+    import dataclasses
+
+    fields = dataclasses.asdict(run)
+    return {"format": 1, "device": "a test card", "total_memory": 8 * 10**9, "torch": "x",
+            "cuda": "y", "recorded": "2026-01-01", "source": "a test", "B": 1, "H": 8, "c": 64,
+            "dtype": "float32", "block": 256, "L_start": 1024, "factor": 2.0, "budget_s": 1.0,
+            "methods": {"naive": {"forward": fields, "training": fields}}}
+
+
+def test_gpu_records_round_trip_and_show(tmp_path, capsys):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    assert tiled_gpu.load() == []  # the shipped file: no run recorded yet
+    path = tmp_path / "runs.json"
+    tiled_gpu.append(_record(), path)
+    tiled_gpu.append(_record(), path)
+    runs = tiled_gpu.load(path)
+    assert len(runs) == 2 and runs[0]["methods"]["naive"]["forward"]["sizes"] == [1024, 2048]
+    tiled_gpu.show(runs[0])
+    assert "a test card" in capsys.readouterr().out
+
+
+def test_gpu_measure_refuses_without_cuda():
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA card is here")
+    with pytest.raises(RuntimeError):
+        tiled_gpu.measure(tiled_attention)
