@@ -96,7 +96,8 @@ def grade(grader: Path, subs: Path, out: Path, args, *extra: str) -> tuple[float
         reader = threading.Thread(target=lambda: errors.extend(proc.stderr), daemon=True)
         reader.start()
         for line in proc.stdout:
-            for key, pattern in (("setup", "grading "), ("graded", "graded ")):
+            # the first student's line: "grading N submission(s)", "set-up S s; grading ..."
+            for key, pattern in (("setup", ("grading ", "set-up ")), ("graded", ("graded ",))):
                 if line.startswith(pattern) and key not in stamps:
                     stamps[key] = time.perf_counter() - start
             lines.append(line)
