@@ -72,13 +72,14 @@ def extract(root: Path = ROOT, pending: bool = False):
     for text in lesson_hints(root):
         template.add(text, None, [(LESSON_HINTS, None)],
                      auto_comments=["a check's hint (course.checks.registry.learner_texts)"])
+    for name in lesson_hints(root, "case_names"):
+        template.add(name, None, [(LESSON_HINTS, None)], context=CASE_NAME,
+                     auto_comments=["the name of a check's case (course.checks.lines.case_name)"])
+    # last: where a copy has no solutions/, update() appends the catalog's own stub texts here
     for text in stub_texts(root) or []:
         template.add(text, None, [(STUB_TEXTS, None)],
                      auto_comments=["what an exercise stub says: a docstring, comment or hint "
                                     "(course/stub_text.py); keep code names, shapes and formulas"])
-    for name in lesson_hints(root, "case_names"):
-        template.add(name, None, [(LESSON_HINTS, None)], context=CASE_NAME,
-                     auto_comments=["the name of a check's case (course.checks.lines.case_name)"])
     if not pending:
         return template
     waiting = Catalog(project="attention-course", domain="course", fuzzy=False)
