@@ -184,8 +184,10 @@ def test_hostile_reports_say_why(hostile):
     assert "softmax (1).py (not a module name; did you mean exercises/softmax.py?)" in misnamed
     fake = report("ships_fake_solutions")
     assert "softmax.py (a symlink)" in fake and "solutions/ (only exercises/*.py count)" in fake
-    for cheat in ("cheat_patch_check", "cheat_reference_data", "cheat_patch_torch"):
+    for cheat in ("cheat_patch_check", "cheat_patch_torch"):
         assert "PASS in the notebook, not confirmed on hidden inputs" in report(cheat), cheat
+    # recorded outputs replayed: no gradient reaches the inputs, so the notebook's check fails
+    assert "FAIL 00.batched_dot, case 'gradients" in report("cheat_reference_data")
     assert "no solutions found" in report("cheat_walk_to_solutions")
     assert "kernel died" in report("cheat_pass_then_exit")
     assert len(report("flood_of_output")) < 20_000

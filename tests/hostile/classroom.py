@@ -52,12 +52,14 @@ EXPECTED = {
     # cheaters: 0 on what they cheated, whatever their kernel printed
     "ships_fake_solutions": ("ok", [0] * 8, "ships-solutions"),
     "cheat_patch_check": ("ok", [0] * 8, "dynamic-import imports-course unconfirmed"),
-    "cheat_reference_data": ("ok", BUT_00, "imports-course mentions-reference-data unconfirmed"),
+    # the recorded outputs carry no gradient and no meta case: it fails in the notebook already
+    "cheat_reference_data": ("ok", BUT_00, "imports-course mentions-reference-data"),
     "cheat_walk_to_solutions": ("ok", NO_SOFTMAX, "dynamic-import mentions-solutions"),
     "cheat_pass_then_exit": ("crashed", BUT_00, "exits-process"),
-    # its patched torch also breaks its own attention_weights in the hidden run (one process); the
-    # exercises calling it run again on their own, without warmup.py's patch, and are right
-    "cheat_patch_torch": ("ok", [0, 1, 1, 1, 1, 0, 1, 1], "patches-builtins unconfirmed"),
+    # its patched builtins.any also breaks torch's meta-device code in its own hidden run (one
+    # process): its softmax, scores and padding mask raise on the meta cases; the exercises calling
+    # them run again with the reference's in place, without warmup.py's patch, and are right
+    "cheat_patch_torch": ("ok", [0, 0, 0, 1, 0, 1, 1, 1], "patches-builtins unconfirmed"),
     # nothing to gain, harm meant for others: graded on its (correct) code, harms nobody
     "cheat_harm_others": ("ok", ALL, "exits-process reads-proc runs-processes"),
     "flood_of_output": ("ok", ALL, ""),
