@@ -499,7 +499,10 @@ def build_small_class(subs: Path) -> None:
     write(subs / "ada" / "exercises", perfect)
     write(subs / "bob" / "exercises", {**perfect, "warmup.py": mutate(
         solution("warmup.py"), "(a * b).sum(dim=-1)", "(a * b).sum()")})
-    write(subs / "cy" / "exercises", {**perfect, "warmup.py": attacks.FROM_REFERENCE})
+    # a cheater whose forged PASS lines hide a bug: its batched_dot is off by 0.001, which only
+    # the hidden cases can show (and whose values its feedback must not give away)
+    write(subs / "cy" / "exercises", {**perfect, "warmup.py": attacks.PATCH_CHECK_CALL + mutate(
+        solution("warmup.py"), "(a * b).sum(dim=-1)", "(a * b).sum(dim=-1) + 1e-3")})
     (subs / "dee").mkdir()  # handed in nothing
 
 
@@ -521,7 +524,7 @@ def test_a_graded_class_with_a_cheater_gives_feedback_without_hidden_values(tmp_
             "lms/canvas.csv", "lms/moodle.csv", "lms/summary.md"} <= set(tree(one))
     book = (one / "gradebook.csv").read_text().splitlines()
     assert book[1:] == ["ada,ok,3,3,1,1,1,", "bob,ok,2,3,0,1,1,", "cy,ok,2,3,0,1,1,"
-                        + "imports-course mentions-reference-data unconfirmed",
+                        + "dynamic-import imports-course unconfirmed",
                         "dee,no-submission,0,3,0,0,0,"]
     cy = rec.load_students(one)["cy"].checks[0]
     assert cy.confirmed is False and cy.hidden_failure

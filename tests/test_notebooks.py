@@ -92,18 +92,19 @@ def first_code_cells(path, count: int):
 
 @pytest.mark.slow
 def test_a_wrong_or_untranslated_chinese_output_is_caught(solutions_copy, tmp_path):
-    """Mutants of the check above, on the first five code cells of lesson 00 (the set-up, a
-    PASS and a FAIL printed by the checks): the Chinese notebook as committed passes; one with
+    """Mutants of the check above, on the first four code cells of lesson 00 (the set-up and a
+    PASS printed by a check; its next cell, a FAIL listing translated case names, is lesson 00's
+    real Chinese strict nbval's to check): the Chinese notebook as committed passes; one with
     a wrong number in a committed output, one with a message left in English, one with a
     message's Chinese changed and one with a line missing are each caught, by cell."""
     name = "zz_mutants.ipynb"
     english = solutions_copy / "notebooks" / name
-    nbformat.write(first_code_cells(ROOT / "notebooks" / "00_start_here.ipynb", 5), english)
+    nbformat.write(first_code_cells(ROOT / "notebooks" / "00_start_here.ipynb", 4), english)
     record = tmp_path / "messages.jsonl"
     done, _ = run_nbval(solutions_copy, name, record=record)
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
 
-    chinese = first_code_cells(ROOT / "notebooks" / "zh" / "00_start_here.ipynb", 5)
+    chinese = first_code_cells(ROOT / "notebooks" / "zh" / "00_start_here.ipynb", 4)
     passed = [c for c in chinese.cells if c.cell_type == "code"][3]
     pass_text = "".join(o.text for o in passed.outputs if o.output_type == "stream")
     english_text = "".join(o.text for o in [c for c in nbformat.read(english, as_version=4).cells

@@ -259,8 +259,11 @@ def pip_configured(tmp_path: Path, config: str, **env: str) -> dict[str, str]:
     (tmp_path / "xdg" / "pip").mkdir(parents=True)
     (tmp_path / "xdg" / "pip" / "pip.conf").write_text(textwrap.dedent(config))
     base = {k: v for k, v in os.environ.items() if not k.startswith("PIP_") and k != "SSL_CERT_FILE"}
+    # PIP_CONFIG_FILE too: pip also reads /etc/pip.conf wherever XDG points, after the XDG
+    # folders (a host's own `cert = ...` there would win); the file it names is read last
     return {**base, "XDG_CONFIG_DIRS": str(tmp_path / "xdg"), "HOME": str(tmp_path),
-            "XDG_CONFIG_HOME": str(tmp_path / "config"), **env}
+            "XDG_CONFIG_HOME": str(tmp_path / "config"),
+            "PIP_CONFIG_FILE": str(tmp_path / "xdg" / "pip" / "pip.conf"), **env}
 
 
 CONFIG = """

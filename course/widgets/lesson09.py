@@ -83,7 +83,7 @@ def tile_walk(block: int, row: int, step: int, window: int | None = None, seed: 
 
 def _draw_tiles(ax, walk: dict, block: int, row: int) -> None:
     shown = walk["scores"].masked_fill(torch.isinf(walk["scores"]), float("nan"))
-    image = ax.imshow(shown, cmap="viridis")
+    image = ax.imshow(shown.numpy(), cmap="viridis")  # a tensor warns in matplotlib
     ax.figure.colorbar(image, ax=ax, shrink=0.8, label=_("score"))
     visited = set(walk["visited"])
     order = set(walk["order"])

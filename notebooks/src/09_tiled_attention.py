@@ -474,7 +474,8 @@ print(f"tiled / sdpa: forward x{seconds['tiled'][0] / seconds['sdpa'][0]:.1f}, "
 # Your tiles do the same arithmetic as naive attention, and a little more (the rescaling, and in
 # training the scores computed twice). The cell above prints what each costs here, one timing
 # each: on a machine shared with other work single timings vary from run to run, so read the
-# ratios as rough (`scripts/bench_lesson09.py` takes the best of several). What pure PyTorch
+# ratios as rough (the course repository's `scripts/bench_lesson09.py` takes the best of
+# several). What pure PyTorch
 # cannot give your tiles is what makes a fused kernel fast:
 #
 # - **No fusion.** Each line of the tile loop is a separate PyTorch operation: the scores are
@@ -643,7 +644,7 @@ with torch.no_grad():
 # SDPA (which there runs a FlashAttention kernel), in inference and in training, until the card
 # runs out of memory or a time budget of 30 s is spent, and shows the peaks (`course/tiled_gpu.py`).
 # Without a GPU it shows the runs recorded on real cards in `data/lesson09/gpu_runs.json`
-# (`python scripts/record_gpu_run09.py --source "..."` adds one).
+# (in the course repository, `python scripts/record_gpu_run09.py --source "..."` adds one).
 
 # %% tags=["nbval-ignore-output"]
 from course import tiled_gpu

@@ -358,8 +358,8 @@ print(f"tiled / sdpa: forward x{seconds['tiled'][0] / seconds['sdpa'][0]:.1f}, "
       f"x{seconds['tiled'][0] / seconds['naive'][0]:.1f}, training "
       f"x{seconds['tiled'][1] / seconds['naive'][1]:.1f}")
 
-# %% [markdown] en="65ad40323294"
-# 你的逐块实现与朴素注意力做的是同样的算术，还多一点（重新缩放，以及训练时打分要算两遍）。上面的单元打印了各自在这里的耗时，每种只计时一次：机器上同时还有别的任务时，单次计时每次运行都不一样，所以这些倍数只能粗看（`scripts/bench_lesson09.py` 取多次中的最快者）。融合内核之所以快，靠的正是纯 PyTorch 给不了你的逐块实现的东西：
+# %% [markdown] en="1c84bf320129"
+# 你的逐块实现与朴素注意力做的是同样的算术，还多一点（重新缩放，以及训练时打分要算两遍）。上面的单元打印了各自在这里的耗时，每种只计时一次：机器上同时还有别的任务时，单次计时每次运行都不一样，所以这些倍数只能粗看（课程仓库中的 `scripts/bench_lesson09.py` 取多次中的最快者）。融合内核之所以快，靠的正是纯 PyTorch 给不了你的逐块实现的东西：
 #
 # - **没有融合。**块循环里的每一行都是一个单独的 PyTorch 运算：打分写进内存，被 `exp` 读回，再写出，又被与 v 的矩阵乘法读入。融合内核（CPU 上 PyTorch 的 SDPA，GPU 上的 FlashAttention）让一个块从打分到输出始终留在寄存器或片上存储里，每个块只读一次 q、k、v，只写一次输出。
 # - **Python 在逐块循环。**每个块要调用十来个算子，每次调用都有几微秒的 Python 与分派开销，与块的大小无关：块越小，开销占比越大。
@@ -464,12 +464,12 @@ with torch.no_grad():
         print(f"{name:22}: peak {profile_bytes(run).peak / 1e6:6.2f} MB, "
               f"{best_time(run, repeats=1, warmup=False) * 1e3:7.1f} ms")
 
-# %% [markdown] en="adb6130cb9a5"
+# %% [markdown] en="3dfa938d8cbb"
 # 两条路线可以结合：窗口把工作量从 L² 个分数降到约 L · (block + 2w) 个，逐块计算让内存保持线性（第一行用到的完整 L × L 布尔掩码本身就是平方级的；第二行只为每块构造它那一段带）。路线二的代价由模型而不是计算机来付：信息每层最多传播 w 个位置，相距很远的位置之间要经过很多层才能关注到对方（或者借助少数几个全局词元，如 Longformer 和 BigBird；第 05 课的全局注意力就是这样一种汇总）。
 #
 # ## 9. 在 GPU 上
 #
-# 在 CUDA 显卡上，下一个单元让朴素注意力、你的逐块注意力和 PyTorch 的 SDPA（在那里它运行 FlashAttention 内核）的 L 不断增大，推理和训练各测一遍，直到显卡内存耗尽或用完 30 秒的时间预算，然后显示峰值（`course/tiled_gpu.py`）。没有 GPU 时，它显示在真实显卡上记录下来的运行（`data/lesson09/gpu_runs.json`；`python scripts/record_gpu_run09.py --source "..."` 可以添加一次运行）。
+# 在 CUDA 显卡上，下一个单元让朴素注意力、你的逐块注意力和 PyTorch 的 SDPA（在那里它运行 FlashAttention 内核）的 L 不断增大，推理和训练各测一遍，直到显卡内存耗尽或用完 30 秒的时间预算，然后显示峰值（`course/tiled_gpu.py`）。没有 GPU 时，它显示在真实显卡上记录下来的运行（`data/lesson09/gpu_runs.json`；在课程仓库中，`python scripts/record_gpu_run09.py --source "..."` 可以添加一次运行）。
 
 # %% tags=["nbval-ignore-output"] en="d3c37fcbe29a"
 from course import tiled_gpu
