@@ -389,6 +389,7 @@ def as_job_slots():
     problem = ids.ids_free() or (None if ids.reachable(work, ids.SLOT_UID, ids.SLOT_GID) else
                                  f"{work.parent} is closed") or bwrap_problem(slots.identity(0))
     if problem:
+        slots.close()
         shutil.rmtree(work)
         pytest.skip(f"job slots cannot run here: {problem}")
     ids.configure(slots)
@@ -397,6 +398,7 @@ def as_job_slots():
             yield work
     finally:
         ids.configure(None)
+        slots.close()
         shutil.rmtree(work, ignore_errors=True)
 
 
@@ -609,3 +611,30 @@ def test_submitted_files_are_stated_then_read_with_a_bound(tmp_path):
         (crowded / f"f{i}.txt").touch()
     with pytest.raises(submission.TooLarge, match="holds more than 2000 entries"):
         submission.find_exercises(crowded)
+
+
+def test_two_runs_as_root_never_share_a_slots_uid(tmp_path):
+    """Each grading run's job slots take a block of uids no other run on the host holds (an
+    flock): two runs at once would otherwise share uids, and the kernel's per-user count."""
+    from course.grading import identity as ids
+
+    if os.geteuid() != 0:
+        pytest.skip("job slots' uids are root's way")
+    for name in "abc":
+        (tmp_path / name).mkdir()
+    first, second = ids.Slots(tmp_path / "a", []), None
+    try:
+        second = ids.Slots(tmp_path / "b", [])
+        uids = {first.identity(k).uid for k in range(ids.BLOCK)}
+        assert not uids & {second.identity(k).uid for k in range(ids.BLOCK)}
+        with pytest.raises(OSError, match="more than 64 job slots"):
+            first.identity(ids.BLOCK)
+        again = first.first
+        first.close()
+        third = ids.Slots(tmp_path / "c", [])  # a block given back is taken again
+        assert third.first == again
+        third.close()
+    finally:
+        first.close()
+        if second is not None:
+            second.close()

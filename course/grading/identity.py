@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import fcntl
 import grp
 import os
 import pwd
@@ -32,7 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SLOT_GID = 61000
-SLOT_UID = 61001          # slot k runs as SLOT_UID + k
+SLOT_UID = 61001          # slot k of the run holding block b runs as SLOT_UID + BLOCK * b + k
+BLOCK, BLOCKS = 64, 16    # job slots per grading run; runs as root at once on one host
 CLONE_NEWNS = 0x00020000
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 
@@ -90,15 +92,35 @@ def reachable(path: Path, uid: int, gid: int) -> bool:
 def ids_free() -> str | None:
     """None when the slots' uids and group are nobody's on this host, else who has them."""
     taken = [f"uid {u.pw_uid} ({u.pw_name})" for u in pwd.getpwall()
-             if SLOT_UID <= u.pw_uid < SLOT_UID + 256]
+             if SLOT_UID <= u.pw_uid < SLOT_UID + BLOCK * BLOCKS]
     taken += [f"gid {g.gr_gid} ({g.gr_name})" for g in grp.getgrall() if g.gr_gid == SLOT_GID]
     return ", ".join(taken) or None
 
 
+def claim_block() -> tuple[int, int]:
+    """A block of uids no other grading run on this host holds: two runs as root at once (a
+    cluster node's array tasks, a test suite's workers) would otherwise share their slots' uids,
+    and with them the kernel's per-user process count. Returns (block, the open lock file): the
+    flock holds until that file is closed (Slots.close) or this process ends."""
+    folder = Path("/run/lock") if os.access("/run/lock", os.W_OK) else Path(tempfile.gettempdir())
+    for block in range(BLOCKS):
+        fd = os.open(folder / f"attention-course-slots-{block}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        return block, fd
+    raise OSError(f"{BLOCKS} grading runs as root hold every block of job slots' uids")
+
+
 class Slots:
-    """The job slots of one grading run as root: a uid each, shared bridges."""
+    """The job slots of one grading run as root: a uid each (from a block of its own), shared
+    bridges."""
 
     def __init__(self, workdir: Path, roots: list[Path]):
+        block, self._lock = claim_block()
+        self.first = SLOT_UID + BLOCK * block
         os.chown(workdir, 0, SLOT_GID)
         os.chmod(workdir, 0o750)
         closed = [Path(r) for r in roots if not reachable(r, SLOT_UID, SLOT_GID)]
@@ -127,8 +149,16 @@ class Slots:
                 self.made += 1
                 return self.made - 1
 
+    def close(self) -> None:
+        """Give the block of uids back (a grading run keeps it until it ends)."""
+        if self._lock >= 0:
+            os.close(self._lock)
+            self._lock = -1
+
     def identity(self, slot: int) -> Identity:
-        return Identity(SLOT_UID + slot, SLOT_GID, self.bridges)
+        if slot >= BLOCK:
+            raise OSError(f"more than {BLOCK} job slots as root")
+        return Identity(self.first + slot, SLOT_GID, self.bridges)
 
 
 _RUN: Slots | None = None
