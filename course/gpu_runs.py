@@ -63,19 +63,20 @@ def runs_of(record: dict) -> dict[str, BlowUp]:
     return {method: BlowUp(**fields) for method, fields in record["methods"].items()}
 
 
-def load(path: Path = RUNS_FILE) -> list[dict]:
+def load(path: Path = RUNS_FILE, expected: int = FORMAT) -> list[dict]:
+    """The runs recorded in a file of recorded GPU runs (lesson 05's, or another lesson's)."""
     data = json.loads(Path(path).read_text())
-    if data.get("format") != FORMAT:
-        raise ValueError(f"{path}: format {data.get('format')!r}, expected {FORMAT}")
+    if data.get("format") != expected:
+        raise ValueError(f"{path}: format {data.get('format')!r}, expected {expected}")
     return data["runs"]
 
 
-def append(record: dict, path: Path = RUNS_FILE) -> None:
+def append(record: dict, path: Path = RUNS_FILE, expected: int = FORMAT) -> None:
     """Add a record to the file (created if missing); earlier records stay as they are."""
     path = Path(path)
-    runs = load(path) if path.exists() else []
+    runs = load(path, expected) if path.exists() else []
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps({"format": FORMAT, "runs": runs + [record]}, indent=1)
+    text = json.dumps({"format": expected, "runs": runs + [record]}, indent=1)
     # one line per list of numbers, so a run of 25 sizes stays readable
     text = re.sub(r"\[\s+([^\[\]{}]*?)\s+\]", lambda m: "[" + re.sub(r"\s+", " ", m.group(1)) + "]", text)
     path.write_text(text + "\n")

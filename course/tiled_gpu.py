@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import json
 import time
 from pathlib import Path
 from typing import Callable
@@ -27,7 +26,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from course import ROOT
+from course import ROOT, gpu_runs
 from course.memory import GB, BlowUp, naive_column_attention
 
 RUNS_FILE = ROOT / "data" / "lesson09" / "gpu_runs.json"
@@ -114,18 +113,12 @@ def measure(tiled: Callable, B: int = 1, H: int = 8, c: int = 64, block: int = 2
 
 
 def load(path: Path = RUNS_FILE) -> list[dict]:
-    data = json.loads(Path(path).read_text())
-    if data.get("format") != FORMAT:
-        raise ValueError(f"{path}: format {data.get('format')!r}, expected {FORMAT}")
-    return data["runs"]
+    return gpu_runs.load(path, FORMAT)
 
 
 def append(record: dict, path: Path = RUNS_FILE) -> None:
     """Add a record to the file (created if missing); earlier records stay as they are."""
-    path = Path(path)
-    runs = load(path) if path.exists() else []
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"format": FORMAT, "runs": runs + [record]}, indent=1) + "\n")
+    gpu_runs.append(record, path, FORMAT)
 
 
 def header(record: dict) -> str:
