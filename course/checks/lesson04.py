@@ -3,12 +3,12 @@ from __future__ import annotations
 
 import torch
 
-from torch import nn
 
 from course.checks.core import Case, Check
 from course.checks.families import LAYER_NORM_EPS, fit, scaled_gap
 from course.checks.inputs import fill_parameters, parameter_shapes, randn, with_gradients
 from course.checks.kinds import float32_of, gradients_of, meta_of
+from course.confirm.explain import PairBiasWithEps  # the formula with another eps: same names
 from course.i18n import N_, _
 
 BROADCAST_HINT = ("insert the missing size-1 axes between the bias's batch axes and its last "
@@ -99,24 +99,11 @@ def _power(value: float) -> str:
     return f"{mantissa}e{int(exponent)}"
 
 
-class _PairBiasFormula(nn.Module):
-    """The reference formula with a LayerNorm of another eps (same parameter names, so that
-    fill_parameters gives it the student's weights)."""
-
-    def __init__(self, c_z: int, N_head: int, eps: float):
-        super().__init__()
-        self.layer_norm_z = nn.LayerNorm(c_z, eps=eps)
-        self.linear_z = nn.Linear(c_z, N_head, bias=False)
-
-    def forward(self, z):
-        return self.linear_z(self.layer_norm_z(z)).movedim(-1, -3)
-
-
 def _another_eps(case, got) -> tuple[bool, str] | None:
     """The same formula with another LayerNorm eps: accepted within LAYER_NORM_EPS, else named."""
     def distance(eps: float) -> float:
         with torch.enable_grad():
-            formula = case.run(lambda c_z, N_head: _PairBiasFormula(c_z, N_head, eps))
+            formula = case.run(lambda c_z, N_head: PairBiasWithEps(c_z, N_head, eps))
         from course.checks.outputs import as_outputs
 
         return scaled_gap(as_outputs(formula), got, case.atol, case.rtol)

@@ -16,7 +16,7 @@ from course.checks.families import LAYER_NORM_EPS, fit, scaled_gap
 from course.confirm.harness import run_case
 
 
-class _PairBias(nn.Module):
+class PairBiasWithEps(nn.Module):
     """AlphaFold2's pair bias (LayerNorm over c_z, a bias-free Linear to one number per head, the
     head axis before i and j) with a LayerNorm of the given eps."""
 
@@ -35,7 +35,7 @@ def layer_norm_eps(case: dict, got: dict, atol: float, rtol: float) -> bool:
         return False
 
     def distance(eps: float) -> float:
-        outputs = run_case(lambda c_z, N_head: _PairBias(c_z, N_head, eps), case)
+        outputs = run_case(lambda c_z, N_head: PairBiasWithEps(c_z, N_head, eps), case)
         outputs.pop("inputs modified", None)
         return scaled_gap(outputs, got, atol, rtol)
 
