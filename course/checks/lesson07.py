@@ -28,6 +28,13 @@ SIN_COS_HINT = ("PE[0] = [sin 0, cos 0, sin 0, cos 0, ...] = [0, 1, 0, 1, ...]: 
 FREQUENCY_HINT = ("channels 2i and 2i+1 share ONE angle pos / base**(2i/d_model), where i counts "
                   "pairs (0 .. d_model/2 - 1): the exponent is 2i/d_model, not i/d_model, and the "
                   "cos channel 2i+1 does not get an exponent of its own")
+FIXED_SIZE_HINT = N_("a size is fixed somewhere: the encoding must work for any L and any even "
+                     "d_model, so positions = arange(L) and 2i = arange(0, d_model, 2), never a "
+                     "table or a slice of fixed length")
+# what indexing or filling raises when a table of fixed length meets a longer L
+FIXED_SIZE_ERRORS = (("RuntimeError", r"expanded size of the tensor|size of tensor a",
+                      FIXED_SIZE_HINT),
+                     ("IndexError", r"out of bounds", FIXED_SIZE_HINT))
 
 
 def _encoding_dtype(f):
@@ -96,6 +103,7 @@ check_sinusoidal_encoding = Check(
     target="transformer:sinusoidal_encoding",
     lesson="07",
     diagnose=_angle_evidence,
+    error_hints=FIXED_SIZE_ERRORS,
     cases=[
         Case("one position (L=1), d_model=6", **_pe(1, 6), hint=SIN_COS_HINT,
              shape_hint="the result is (L, d_model): here (1, 6)"),
