@@ -129,7 +129,10 @@ if [ -n "$uv" ]; then
       ?*) uv_opts+=("$option") ;;
     esac
   done < <(uv_options)
-  install() { run "$uv" pip install --quiet --python "$venv/bin/python" ${uv_opts[@]+"${uv_opts[@]}"} "$@"; }
+  # --compile-bytecode: pip compiles what it installs, uv does not by default. Without the
+  # bytecode, every process of a read-only grading sandbox compiles torch's modules again (three
+  # times the CPU-seconds of a student's check cells; course/grading/bytecode.py)
+  install() { run "$uv" pip install --quiet --compile-bytecode --python "$venv/bin/python" ${uv_opts[@]+"${uv_opts[@]}"} "$@"; }
   remove() { run "$uv" pip uninstall --quiet --python "$venv/bin/python" "$@"; }
 else
   quiet_pip --upgrade pip
@@ -150,7 +153,7 @@ if [ "$torch_flavour" = cpu ]; then
     for ((i = 0; i < ${#uv_opts[@]}; i++)); do
       if [ "${uv_opts[i]}" = --index-url ]; then i=$((i + 1)); else kept+=("${uv_opts[i]}"); fi
     done
-    run "$uv" pip install --quiet --python "$venv/bin/python" ${kept[@]+"${kept[@]}"} --index-url "$cpu_index" "$(pinned torch)"
+    run "$uv" pip install --quiet --compile-bytecode --python "$venv/bin/python" ${kept[@]+"${kept[@]}"} --index-url "$cpu_index" "$(pinned torch)"
   else
     install --index-url "$cpu_index" "$(pinned torch)"
   fi

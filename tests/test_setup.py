@@ -240,7 +240,9 @@ def test_by_default_pip_fetches_uv_from_pypi_and_uv_installs_the_lock(tmp_path):
     assert commands[0] == f"{sys.executable} -m venv {venv}"
     assert commands[1] == f"{venv}/bin/pip install --quiet {lock_pin('uv')}"
     install = commands[2]
-    assert install.startswith(f"{venv}/bin/uv pip install --quiet --python {venv}/bin/python ")
+    # compiled at install: a read-only sandbox cannot cache bytecode (course/grading/bytecode.py)
+    assert install.startswith(
+        f"{venv}/bin/uv pip install --quiet --compile-bytecode --python {venv}/bin/python ")
     assert install.endswith(" -r requirements.txt")
     assert not [c for c in commands if "--upgrade pip" in c or " --index-url " in c]
 
@@ -538,6 +540,15 @@ def test_a_real_install_on_the_operating_systems_own_python(tmp_path):
     wrong = {name: (pin, installed.get(name)) for name, pin in lock_for(environment).items()
              if installed.get(name) != pin}
     assert not wrong, f"Python {found}: (pinned, installed) {wrong}"
+    # bytecode compiled at install, before anything imports it: a grading sandbox cannot cache it
+    uncompiled = subprocess.run([venv / "bin" / "python", "-c", textwrap.dedent("""
+        import importlib.util, os, sysconfig
+        site = sysconfig.get_paths()["purelib"]
+        sources = [os.path.join(site, *p.split("/")) for p in (
+            "torch/nn/modules/transformer.py", "numpy/linalg/_linalg.py", "torch/testing/_comparison.py")]
+        print([s for s in sources if not os.path.exists(importlib.util.cache_from_source(s))])
+    """)], capture_output=True, text=True, check=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert uncompiled.stdout.strip() == "[]", uncompiled.stdout
     from course.workspace import solutions_workspace
 
     workspace = solutions_workspace(tmp_path / "course")

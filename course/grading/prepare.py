@@ -16,6 +16,7 @@ from course import ROOT
 from course.checks import depends
 from course.confirm import flat
 from course.confirm.entries import hidden_entry as entry_with_calls
+from course.grading import bytecode
 from course.grading import identity as ids
 from course.grading.hidden import confirm as hidden
 from course.grading.plan import Lesson, lesson_plan, load_points, warn_unrun
@@ -131,6 +132,7 @@ def prepare(root: Path, lessons: list[str] | None, points_file: Path | None, see
     # on a busy machine)
     torch.set_num_threads(1)
     server = fork_server(root / "forkserver.log") if fork and not settings.unsafe else None
+    compiling = bytecode.in_background()  # no sandbox may compile the environment's modules
     try:  # the server imports torch meanwhile
         ctx = _context(root, lessons, points_file, seed, server)
     except BaseException:
@@ -140,6 +142,7 @@ def prepare(root: Path, lessons: list[str] | None, points_file: Path | None, see
     if server is not None and not server.wait_ready():
         server.close()
         ctx.server = None  # every sandboxed process then starts by exec: slower, the same grades
+    compiling.join()
     # what the set-up made (torch, the course, the references) lives until the end: out of the
     # cycle collector's sight, so that its full collections (and the one at exit, seconds long)
     # no longer walk it

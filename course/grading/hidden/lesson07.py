@@ -15,6 +15,7 @@ def _sinusoidal_encoding(d):
         d.call("d_model 2", d.int(2, 9), 2),
         d.call("another base", d.int(2, 9), 2 * d.int(2, 5), base=float(d.pick([100, 500, 3000]))),
         {**d.call("float32", d.int(2, 9), 2 * d.int(1, 5), dtype=torch.float32), **FLOAT32},
+        d.call("long", d.int(200, 400), 2 * d.int(2, 6)),  # no table of fixed length
     ]
 
 
