@@ -33,10 +33,10 @@ CELL_TIMEOUT = 30     # seconds; the endless loop and the keepalives cost one of
 # time: an honest check cell takes a few seconds idle, and under a busy suite (the other worker's
 # browser tests) more than 10, which made honest students time out
 CPU_LIMIT = 15        # CPU-seconds per process: the endless loop reaches it before the cell's
-# wall time on a free core. Not less: the CPU-seconds an honest student is charged grow with how
-# busy the machine is (measured: 0.8 s for all of perfect's cells graded alone, 2.6 s beside the
-# rest of this class; on a slow, busy CI machine a limit of 4 failed every honest row); the
-# spinners are stopped by the grader's watch on the sandbox, long before any limit
+# wall time on a free core. Not less: an honest row here costs 0.8-1.3 CPU-seconds beside the
+# rest of this class on a loaded machine (2.4-3.3 before the environment's bytecode was compiled
+# for the sandboxes), and a slower machine charges more: on a slow CI machine a limit of 4 failed
+# every honest row. The spinners are stopped by the grader's watch on the sandbox long before
 MEMORY_MIB = 3000     # the huge allocation asks for 6 GiB
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800), pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed: apt-get install bubblewrap")]
