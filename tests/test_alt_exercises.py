@@ -86,7 +86,7 @@ def test_strict_nbval_with_alt_exercises(alt_workspace, notebook):
     print(f"{notebook}: strict nbval with the alternative exercises passed in {seconds:.1f} s")
 
 
-# Correct code that lost a point before issue 20 (float64 tolerances on a float32 case, an eps
+# Correct code that once lost a point (float64 tolerances on a float32 case, an eps
 # the checks did not allow): each is appended to its solution module like an alternative file.
 VARIANTS = {
     "07.rope: through complex numbers": ("transformer.py", '''

@@ -163,7 +163,7 @@ def test_engine_accepts_a_view_of_an_input():
     check_broadcastable_bias(aligned, quiet=True)
 
 
-# ------------------------------------------------------------------ issue 20: what a failure says
+# ---------------------------------------------------------------------------- what a failure says
 
 def test_a_crash_names_the_students_line_and_hides_the_course_frames(capsys):
     import traceback

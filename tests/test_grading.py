@@ -344,7 +344,7 @@ ONE_BUG = [  # (file, snippet, bug, lessons, the one check that must lose its po
 @pytest.mark.parametrize("file, find, bug, lessons, root, dependent", ONE_BUG,
                          ids=["scaled_scores", "rope"])
 def test_one_upstream_bug_costs_one_point(tmp_path, file, find, bug, lessons, root, dependent):
-    """Issue 20: scaled_scores without / sqrt(c) loses 01.scaled_scores only, and RoPE with cos
+    """One bug costs one point: scaled_scores without / sqrt(c) loses 01.scaled_scores only, and RoPE with cos
     and sin swapped 07.rope only; every exercise that calls them is right, so it earns its
     points (confirmed on hidden inputs with the reference in place of the buggy one), and the
     student's record says which."""

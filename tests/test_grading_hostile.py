@@ -201,7 +201,7 @@ def test_hostile_reports_say_why(hostile):
     assert "UNSAFE" not in report("perfect")
 
 
-# ------------------------------------------- issue 29: the instructor's files, the sandbox
+# ----------------------------------------------------- the instructor's files, the sandbox
 
 def _spy(hostile) -> dict:
     log = (hostile["out"] / "raw" / "spy" / "sandbox-output.txt").read_text(errors="replace")
@@ -210,7 +210,7 @@ def _spy(hostile) -> dict:
 
 
 def test_the_spy_finds_no_classmate_no_roster_no_seed(hostile):
-    """Finding 1: the grader's pristine copy came from whatever lay in the course folder, so
+    """The grader's pristine copy came from whatever lay in the course folder, so
     every sandbox's /course held the collected class, the roster and the seed."""
     seen, course = _spy(hostile), hostile["course"]
     text = json.dumps(seen, ensure_ascii=False)
@@ -248,7 +248,7 @@ def test_a_class_inside_the_course_is_refused_and_left_out(hostile):
 
 
 def test_a_name_that_is_no_utf8_is_one_row(hostile):
-    """Finding 2: a Latin-1 folder name crashed the class (every student after it lost);
+    """A Latin-1 folder name crashed the class (every student after it lost);
     finding 6: its sparse 300 MB __init__.py was read whole."""
     record = hostile["records"][LATIN1]
     assert record["report_name"] == "caf_~dafd66c0b989"
@@ -260,7 +260,7 @@ def test_a_name_that_is_no_utf8_is_one_row(hostile):
 
 
 def test_a_process_storm_is_bounded(hostile):
-    """Finding 4: as root, RLIMIT_NPROC was ignored (100 of 100 forks) and a tree of spinners
+    """As root, RLIMIT_NPROC was ignored (100 of 100 forks) and a tree of spinners
     had no bound but each process's own CPU time."""
     log = (hostile["out"] / "raw" / "fork_storm" / "sandbox-output.txt").read_text(errors="replace")
     forked = re.search(r"STORM forked (\d+) of 400 \((.*)\)", log)
@@ -271,7 +271,7 @@ def test_a_process_storm_is_bounded(hostile):
 
 
 def test_merge_verifies_what_a_shard_says(hostile, tmp_path):
-    """Finding 5: an edited record (999 points) merged as 999/8, and a report name such as
+    """An edited record (999 points) merged as 999/8, and a report name such as
     ../../../X wrote outside OUT."""
     from course.grading.merge import MergeError, merge
 

@@ -1,4 +1,4 @@
-"""The grader's limits, piece by piece (issue 21): deadlines no child can move, results read as
+"""The grader's limits, piece by piece: deadlines no child can move, results read as
 untrusted data, names that cannot inject, statuses from what was raised (not from text), and
 sandboxes of a fixed size and CPU time that show no host path. The whole class is graded in
 tests/test_grading_hostile.py; these tests take seconds."""
@@ -325,7 +325,7 @@ def test_without_its_fork_server_a_sandbox_starts_by_exec(tmp_path):
     assert proc.poll() == 0 and len(reports) == 1 and not server.alive
 
 
-# ------------------------------------------- issue 29: the sandbox as a whole, names, reads
+# ----------------------------------------------------- the sandbox as a whole, names, reads
 
 STORM = r'''
 import json, os, sys, time
@@ -411,7 +411,7 @@ FORKS = ("import json, os, time\nforked, error = 0, None\nfor _ in range(100):\n
 @needs_bwrap
 @pytest.mark.parametrize("how", ["exec", "fork"])
 def test_a_process_limit_holds_per_sandbox(how, tmp_path, request):
-    """Finding 4: as root, the kernel ignores RLIMIT_NPROC (uid 0 is exempt even inside a user
+    """As root, the kernel ignores RLIMIT_NPROC (uid 0 is exempt even inside a user
     namespace): 100 of 100 forks; a job slot's uid makes it hold. (As a normal user: below.)"""
     from course.grading.sandbox import Limits
 
@@ -442,7 +442,7 @@ def test_a_storm_is_stopped_as_a_whole(kind, tmp_path, fork_server):
 @needs_bwrap
 @pytest.mark.parametrize("how", ["exec", "fork"])
 def test_dev_is_read_only_and_shm_small(how, tmp_path, request):
-    """Finding 3: /dev/shm was a tmpfs of half the host's memory, outside every limit."""
+    """/dev/shm was a tmpfs of half the host's memory, outside every limit."""
     server = request.getfixturevalue("fork_server") if how == "fork" else None
     script = ("import json, ctypes\n"
               "def fill(path, n):\n    done = 0\n    try:\n"
@@ -585,7 +585,7 @@ def test_a_record_the_grader_did_not_write_is_left_out_of_a_resumed_run(tmp_path
 
 
 def test_submitted_files_are_stated_then_read_with_a_bound(tmp_path):
-    """Finding 6: a sparse 300 MB exercises/__init__.py was read whole (+300 MB resident)."""
+    """A sparse 300 MB exercises/__init__.py was read whole (+300 MB resident)."""
     import tracemalloc
 
     from course.grading import submission

@@ -87,7 +87,7 @@ def test_student_makefile_drops_a_rule_with_its_comment():
     assert student_makefile(text, drop={"b"}) == "# about a\n.PHONY: a\na: x\n\tdo a\n\n# tail\nc:\n\tdo c\n"
 
 
-# ------------------------------------------------- the release is an allow-list (issue 29)
+# -------------------------------------------------------------- the release is an allow-list
 
 def _git_course(folder: Path) -> Path:
     """A tiny git checkout with the class lying in it, as the guide once laid it out."""
@@ -107,7 +107,7 @@ def _git_course(folder: Path) -> Path:
 
 
 def test_the_release_is_what_git_tracks(tmp_path):
-    """Finding 1: after grading, `make handout` wrote 468 files instead of 193: the deny-list
+    """After grading, `make handout` wrote 468 files instead of 193: the deny-list
     let every submission, the roster and the seed through."""
     from course.handout import MANIFEST, grader_context, release_files, unlisted
 

@@ -110,7 +110,7 @@ import sys
 sys.stdout.write("x" * 20_000_000)
 '''
 
-# ------------------------------------------------------------------ issue 21: harm the others
+# ---------------------------------------------------------------------------- harm the others
 
 # A judge bomb: torch.save replaced, so that every hidden result claims 2**62 elements over a
 # one-element storage (a stride of 0: the file stays about 1.6 kB), as its output and as the
@@ -216,7 +216,7 @@ print(f"filled /tmp with {_fill('/tmp')} MiB and the working folder with {_fill(
       file=_sys.stderr, flush=True)
 '''
 
-# ------------------------------------------------ issue 29: the instructor's files, the sandbox
+# ---------------------------------------------------------- the instructor's files, the sandbox
 
 # A spy: what can it find of the class, the roster, the seed? It lists /, the course, its own
 # folder and every parent of where it runs and of the Python it runs with, /tmp, /dev, and the

@@ -21,7 +21,7 @@ COLUMNS = ["00.batched_dot", "01.stable_softmax", "01.scaled_scores", "02.causal
 ALL = [1] * 8
 BUT_00 = [0, 1, 1, 1, 1, 1, 1, 1]
 # softmax.py's two exercises lost; lesson 02's weights, attention and module call them and are
-# right on their own, so they keep their points (issue 20: one bug costs one point)
+# right on their own, so they keep their points (one bug costs one point)
 NO_SOFTMAX = [1, 0, 0, 1, 1, 1, 1, 1]
 FAKE_LINE = "\x1b[1A\x1b[2K\x1b[32mperfect: ok, 8\u22158\x1b[0m"
 LATIN1 = os.fsdecode(b"caf\xe9")   # a folder name an old zip tool writes: no UTF-8
@@ -63,7 +63,7 @@ EXPECTED = {
     # nothing to gain, harm meant for others: graded on its (correct) code, harms nobody
     "cheat_harm_others": ("ok", ALL, "exits-process reads-proc runs-processes"),
     "flood_of_output": ("ok", ALL, ""),
-    # issue 21: one student may not stop, slow or confuse the grading of the others
+    # one student may not stop, slow or confuse the grading of the others
     "judge_bomb": ("ok", [0] * 8, "unconfirmed"),        # every hidden result claims 2**62 elements
     "keepalive_fast": ("timeout", BUT_00, ""),
     "keepalive_slow": ("timeout", BUT_00, ""),
@@ -79,7 +79,7 @@ EXPECTED = {
     "-2+3": ("ok", ALL, ""),
     "@SUM(A1)": ("ok", ALL, ""),
     FAKE_LINE: ("ok", [0] * 8, ""),                     # erases a line, prints a green "ok" line
-    # issue 29: the instructor's files, names that are no UTF-8, the sandbox as a whole
+    # the instructor's files, names that are no UTF-8, the sandbox as a whole
     "spy": ("ok", ALL, "reads-proc"),                   # finds no classmate, roster or seed
     LATIN1: ("ok", ALL, ""),                            # and r\xe9sum\xe9.py, a sparse __init__.py
     # hundreds of spinning forks in its check cell: the process limit stops the forks, the
@@ -216,7 +216,7 @@ def build_class(subs: Path, out: Path, workdir: Path, course: Path = ROOT) -> No
 
 
 def build_issue21(subs: Path, perfect: dict[str, str], stubs: dict[str, str]) -> None:
-    """The students of issue 21: they attack the grader and the other students' grades."""
+    """The students who attack the grader and the other students' grades."""
     bodies = {"keepalive_fast": attacks.KEEPALIVE_FAST, "keepalive_slow": attacks.KEEPALIVE_SLOW,
               "keepalive_hidden": attacks.KEEPALIVE_HIDDEN, "cpu_spinner": attacks.CPU_SPINNER}
     for name, body in bodies.items():
@@ -234,7 +234,7 @@ def build_issue21(subs: Path, perfect: dict[str, str], stubs: dict[str, str]) ->
 
 
 def build_issue29(subs: Path, perfect: dict[str, str]) -> None:
-    """The students of issue 29: a spy, a name that is no UTF-8, a process storm."""
+    """The students who test the sandbox as a whole: a spy, a name that is no UTF-8, a process storm."""
     write(subs / "spy" / "exercises", {**perfect, "warmup.py": attacks.SPY + perfect["warmup.py"]})
     latin1 = Path(os.fsdecode(os.fsencode(subs) + b"/caf\xe9/exercises"))
     write(latin1, perfect)

@@ -17,7 +17,7 @@ MUTANTS = [
            IN_PLACE, "multiplies in place (a *= b), overwriting the caller's a"),
 ]
 
-# Issue 20: each message exactly as the student reads it (the problem, where it crashed, the
+# Each message exactly as the student reads it (the problem, where it crashed, the
 # hint chosen from every case), for the bugs whose old hint misled or was missing.
 MUTANTS += [
     Mutant('00.batched_dot', 'warmup.py', 'return (a * b).sum(dim=-1)',

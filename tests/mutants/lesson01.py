@@ -55,7 +55,7 @@ MUTANTS = [
            "squeeze() drops the axis of a single query"),
 ]
 
-# Issue 20: each message exactly as the student reads it (the problem, where it crashed, the
+# Each message exactly as the student reads it (the problem, where it crashed, the
 # hint chosen from every case), for the bugs whose old hint misled or was missing.
 MUTANTS += [
     Mutant('01.stable_softmax', 'softmax.py', 'exponentials = shifted.exp()',

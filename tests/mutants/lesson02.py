@@ -109,7 +109,7 @@ MUTANTS = [
            "q, k, v = linear_q(x), linear_k(x), linear_v(x)", "keys from the query projection"),
 ]
 
-# Issue 20: each message exactly as the student reads it (the problem, where it crashed, the
+# Each message exactly as the student reads it (the problem, where it crashed, the
 # hint chosen from every case), for the bugs whose old hint misled or was missing.
 MUTANTS += [
     Mutant('02.causal_mask', 'attention.py', 'return torch.ones(n, n, dtype=torch.bool).tril()',

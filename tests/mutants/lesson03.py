@@ -90,7 +90,7 @@ MUTANTS = [
            "bias dropped"),
 ]
 
-# Issue 20: each message exactly as the student reads it (the problem, where it crashed, the
+# Each message exactly as the student reads it (the problem, where it crashed, the
 # hint chosen from every case), for the bugs whose old hint misled or was missing.
 MUTANTS += [
     Mutant('03.split_heads', 'mha.py', 'return x.view(*batch, L, N_head, width // N_head).transpose(-3, -2)',

@@ -40,7 +40,7 @@ MUTANTS = [
            "(*, N_head, R, R)", "head axis left last"),
 ]
 
-# Issue 20: each message exactly as the student reads it (the problem, where it crashed, the
+# Each message exactly as the student reads it (the problem, where it crashed, the
 # hint chosen from every case), for the bugs whose old hint misled or was missing.
 MUTANTS += [
     Mutant('04.broadcastable_bias', 'bias.py', '    n = scores_ndim - bias.ndim\n',

@@ -77,7 +77,7 @@ MUTANTS = [
            "query heads laid along the query axis (one head's scores for all)"),
 ]
 
-# Issue 20: each message exactly as the student reads it (the problem, where it crashed, the
+# Each message exactly as the student reads it (the problem, where it crashed, the
 # hint chosen from every case), for the bugs whose old hint misled or was missing.
 MUTANTS += [
     Mutant('05.masked_mean', 'mha.py', 'count = weights.sum(dim=dim).clamp_min(1.0)',

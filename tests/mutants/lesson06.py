@@ -72,7 +72,7 @@ MUTANTS = [
            "negative attn_dim used on the mask unshifted (the mask has no channel axis)"),
 ]
 
-# Issue 20: each message exactly as the student reads it (the problem, where it crashed, the
+# Each message exactly as the student reads it (the problem, where it crashed, the
 # hint chosen from every case), for the bugs whose old hint misled or was missing.
 MUTANTS += [
     Mutant('06.gate', 'mha.py', 'self.linear_g = nn.Linear(c_in, N_head * c)',

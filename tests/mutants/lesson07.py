@@ -153,7 +153,7 @@ MUTANTS = [
            "query projection with a bias"),
 ]
 
-# Issue 20: each message exactly as the student reads it (the problem, where it crashed, the
+# Each message exactly as the student reads it (the problem, where it crashed, the
 # hint chosen from every case), for the bugs whose old hint misled or was missing.
 MUTANTS += [
     Mutant('07.sinusoidal_encoding', 'transformer.py', 'pe = torch.empty(L, d_model, dtype=torch.float64)\n    pe[:, 0::2] = torch.sin(angle)\n    pe[:, 1::2] = torch.cos(angle)',

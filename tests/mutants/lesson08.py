@@ -48,7 +48,7 @@ for _check in ("08.gate_elementwise", "08.gate_headwise"):
                "gate detached from the graph: gate_proj never learns"),
     ]
 
-# Issue 20: each message exactly as the student reads it (the problem, where it crashed, the
+# Each message exactly as the student reads it (the problem, where it crashed, the
 # hint chosen from every case), for the bugs whose old hint misled or was missing.
 MUTANTS += [
     Mutant('08.gate_headwise', 'gated_attention.py', 'y = y * self.gate_scores(x)',
