@@ -56,10 +56,11 @@ EXPECTED = {
     "cheat_reference_data": ("ok", BUT_00, "imports-course mentions-reference-data"),
     "cheat_walk_to_solutions": ("ok", NO_SOFTMAX, "dynamic-import mentions-solutions"),
     "cheat_pass_then_exit": ("crashed", BUT_00, "exits-process"),
-    # its patched builtins.any also breaks torch's meta-device code in its own hidden run (one
-    # process): its softmax, scores and padding mask raise on the meta cases; the exercises calling
-    # them run again with the reference's in place, without warmup.py's patch, and are right
-    "cheat_patch_torch": ("ok", [0, 0, 0, 1, 0, 1, 1, 1], "patches-builtins unconfirmed"),
+    # its forged PASS earns nothing: its batched_dot is wrong on the hidden cases, and its
+    # patched Tensor.any (False everywhere) breaks its own attention_weights on the hidden masked
+    # cases (one process runs its hidden checks, warmup.py's patch in place); the exercises
+    # calling that one run again with the reference's in place, without the patch, and are right
+    "cheat_patch_torch": ("ok", [0, 1, 1, 1, 1, 0, 1, 1], "patches-builtins unconfirmed"),
     # nothing to gain, harm meant for others: graded on its (correct) code, harms nobody
     "cheat_harm_others": ("ok", ALL, "exits-process reads-proc runs-processes"),
     "flood_of_output": ("ok", ALL, ""),
