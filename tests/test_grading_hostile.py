@@ -36,7 +36,7 @@ CPU_LIMIT = 15        # CPU-seconds per process: the endless loop reaches it bef
 # wall time on a free core. Not less: an honest row here costs 0.8-1.3 CPU-seconds beside the
 # rest of this class on a loaded machine (2.4-3.3 before the environment's bytecode was compiled
 # for the sandboxes), and a slower machine charges more: on a slow CI machine a limit of 4 failed
-# every honest row. The spinners are stopped by the grader's watch on the sandbox long before
+# every honest row. The spinners are stopped by the grader's watch on the sandbox first
 MEMORY_MIB = 3000     # the huge allocation asks for 6 GiB
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800), pytest.mark.skipif(
     shutil.which("bwrap") is None, reason="bubblewrap (bwrap) is not installed: apt-get install bubblewrap")]
@@ -225,7 +225,7 @@ def test_the_spy_finds_no_classmate_no_roster_no_seed(hostile):
     assert not {"collected", "roster.csv", "seed", "shard-1.log", "build"} & set(
         seen["parents"].get("/course", []))
     assert len(seen["proc"]) <= 4, seen["proc"]  # its own sandbox's processes only
-    assert seen["dev_write"][1] == "Read-only file system"              # finding 3
+    assert seen["dev_write"][1] == "Read-only file system"              # /dev is read-only
     assert seen["shm"][0] <= 16 and seen["shm"][1] == "No space left on device", seen["shm"]
 
 
@@ -248,8 +248,8 @@ def test_a_class_inside_the_course_is_refused_and_left_out(hostile):
 
 
 def test_a_name_that_is_no_utf8_is_one_row(hostile):
-    """A Latin-1 folder name crashed the class (every student after it lost);
-    finding 6: its sparse 300 MB __init__.py was read whole."""
+    """A Latin-1 folder name crashed the class (every student after it lost), and its sparse
+    300 MB __init__.py was read whole."""
     record = hostile["records"][LATIN1]
     assert record["report_name"] == "caf_~dafd66c0b989"
     report = _report(hostile, LATIN1)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import torch
 
-
 from course.checks.core import Case, Check
 from course.checks.families import LAYER_NORM_EPS, fit, scaled_gap
 from course.checks.inputs import fill_parameters, parameter_shapes, randn, with_gradients
