@@ -59,19 +59,30 @@ def file_stem(setup: str, arm: str, seed: int) -> str:
 
 
 def queue(setups=EXPERIMENT_SETUPS, arms=tuple(ARMS), seeds=SEEDS) -> list[tuple[str, str, int]]:
-    """The runs in the order they are trained, so that a partial set answers the main questions
-    first: seeds in blocks of five, set-up by set-up (the course's, where the baseline depends on
-    BOS, first), seed by seed, and within a seed the baseline, G1 elementwise (the paper's claim),
-    the wider baseline (the control for the gate's parameters), the static scalar (the control
-    for input-dependence), then headwise."""
-    order = []
-    for block in (seeds[:5], seeds[5:]):
-        for setup in setups:
-            order += [(setup, arm, seed) for seed in block for arm in ARM_ORDER if arm in arms]
+    """The runs in the order the lesson's claims need them, so that a partial set answers the
+    main question first (STAGES): in the course's set-up, where the baseline depends on BOS, the
+    baseline against G1 elementwise (the paper's claim) on every seed; then the wider baseline (the
+    control for the gate's extra parameters) on every seed; then the static scalar (the control for
+    input-dependence) and headwise on half the seeds; then everything else (the strong-sink set-up
+    last). Within a stage, seed by seed, so that the arms of a stage always have equal seeds."""
+    order: list[tuple[str, str, int]] = []
+    for stage_setups, stage_arms, n_seeds in STAGES:
+        for setup in [s for s in setups if s in stage_setups]:
+            for seed in seeds[:n_seeds]:
+                order += [(setup, arm, seed) for arm in stage_arms if arm in arms
+                          and (setup, arm, seed) not in order]
+    for setup in setups:  # whatever no stage named, seed by seed
+        for seed in seeds:
+            order += [(setup, arm, seed) for arm in ARM_ORDER if arm in arms
+                      and (setup, arm, seed) not in order]
     return order
 
 
 ARM_ORDER = ("none", "elementwise", "wider", "static", "headwise")
+# (set-ups, arms, seeds) of each stage, in the order they are trained
+STAGES = ((("course",), ("none", "elementwise"), 10),
+          (("course",), ("wider",), 10),
+          (("course",), ("static", "headwise"), 5))
 
 
 def _files(folder: Path, stem: str) -> tuple[Path, Path, Path]:
@@ -182,9 +193,10 @@ def work(folder: Path = WORK, threads: int = 1, runs=None, progress: bool = True
     many this process trained. Several processes may work on one folder side by side."""
     folder.mkdir(parents=True, exist_ok=True)
     trained = 0
+    shipped = set(load())  # runs that ship already are not trained again
     for setup, arm, seed in runs or queue():
         done, _state, lock = _files(folder, file_stem(setup, arm, seed))
-        if done.exists() or not _claim(lock):
+        if run_key(setup, arm, seed) in shipped or done.exists() or not _claim(lock):
             continue
         try:
             train_run(setup, arm, seed, folder, threads, progress)

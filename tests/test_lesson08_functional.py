@@ -109,10 +109,16 @@ def test_the_wider_baseline_matches_the_gates_parameters():
         assert sizes[0] == sizes[1]
 
 
-def test_the_queue_keeps_a_partial_set_balanced():
+def test_the_queue_trains_in_the_order_the_claims_need():
     order = experiment.queue()
     assert len(order) == len(experiment.ARMS) * len(experiment.SEEDS) * 2 == len(set(order))
-    first = order[:10]
-    assert {setup for setup, _arm, _seed in first} == {"course"}
-    assert [arm for _setup, arm, _seed in first[:5]] == ["none", "elementwise", "wider", "static", "headwise"]
-    assert [seed for *_rest, seed in first] == [0] * 5 + [1] * 5
+    # stage 1: baseline against G1 elementwise on every seed of the course's set-up, seed by seed
+    assert order[:20] == [("course", arm, seed) for seed in experiment.SEEDS
+                          for arm in ("none", "elementwise")]
+    # stage 2: the wider baseline (the control for the gate's parameters), every seed
+    assert order[20:30] == [("course", "wider", seed) for seed in experiment.SEEDS]
+    # stage 3: the static scalar and headwise on five seeds; the strong-sink set-up comes last
+    assert order[30:40] == [("course", arm, seed) for seed in range(5)
+                            for arm in ("static", "headwise")]
+    assert {setup for setup, _arm, _seed in order[:50]} == {"course"}
+    assert {setup for setup, _arm, _seed in order[50:]} == {"sink"}
