@@ -44,6 +44,9 @@ class CheckRecord:
     confirmed: bool | None = None  # on hidden inputs: True, False, or None when not tried
     hidden_failure: str | None = None  # the name (kind) of the hidden case that failed; never values
     blocked_by: list[str] = field(default_factory=list)  # failing checks whose exercises this one calls
+    # why it failed, for the class report: kind, the hint's catalog id, the case, the root checks
+    # (course/grading/causes.py); None when it passed, and in records written before it was kept
+    cause: dict | None = None
 
 
 @dataclass

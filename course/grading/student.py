@@ -24,6 +24,7 @@ from pathlib import Path
 
 from course.checks import lines as check_lines
 from course.grading import submission
+from course.grading.causes import annotate
 from course.grading.classify import Classified, classify
 from course.grading.identity import slot
 from course.grading.hidden_run import Confirmation, HiddenRun, isolated_entry, run_hidden
@@ -151,6 +152,8 @@ def _record(job: Job, sub: Submission, checks: dict[str, CheckRecord], found: Cl
             settings: Settings, seconds: float, status: str | None = None) -> StudentRecord:
     """Stage 5."""
     rows = list(checks.values())
+    for row in rows:
+        annotate(row)
     flags = list(sub.flags) + (["unconfirmed"] if any(r.confirmed is False for r in rows) else [])
     order = [s for s in STATUSES if s in found.statuses]
     return StudentRecord(
