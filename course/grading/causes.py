@@ -264,7 +264,9 @@ def classify(passed: bool, message: str, confirmed: bool | None, hidden_failure:
         why = first[len(UNCONFIRMED):].lower()
         if hidden_failure is None and ("ran past" in why or "time limit" in why):
             return Why("timeout", TIMEOUT)
-        return Why("hidden", HIDDEN, hidden_failure)
+        if hidden_failure is None and "process died" in why:
+            return Why("error", CRASHED)
+        return Why("hidden", HIDDEN, hidden_failure)   # no case: its result was refused
     blocked = BLOCKED_HEADER.match(first)
     if blocked_by or blocked:
         return Why("blocked", BLOCKED, roots=tuple(blocked_by or blocked["roots"].split(", ")))

@@ -56,9 +56,11 @@ KIND_TEXT = {"fail": N_("in the notebook"), "hidden": N_("hidden inputs only"),
 
 def cause_text(row: CauseRow) -> str:
     """A cause in the instructor's language: a hint with its values left out ("…")."""
-    if row.kind == "hidden":
+    if row.kind == "hidden" and row.case:
         return _("passes the notebook's cases, fails hidden inputs of this kind: {case}").format(
-            case=row.case or "?")
+            case=row.case)
+    if row.kind == "hidden":
+        return _("passes the notebook's cases; its result on hidden inputs was refused")
     if row.kind == "fail" and row.id not in CAUSE_TEXT:
         return template_text(row.id)
     return _(CAUSE_TEXT.get(row.id, CAUSE_TEXT[""]))
@@ -520,11 +522,26 @@ def write_class_page(out: Path, info, records, roster: Path | None = None) -> li
         atomic_write(folder / name, text)
         written.append(folder / name)
     if png:
-        (folder / "causes.png").write_bytes(png)
+        _write_bytes(folder / "causes.png", png)
         written.append(folder / "causes.png")
     else:
         (folder / "causes.png").unlink(missing_ok=True)
     return written
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
+    """Like records.atomic_write, for bytes: a reader sees the old file or the new one."""
+    import os
+    import tempfile
+
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 def write_safely(out: Path, info, records, roster: Path | None = None) -> bool:

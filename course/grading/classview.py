@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from course.grading.causes import FAILURES, UNKNOWN, Why, hint_line, problem_line, why
+from course.grading.names import shown
 
 ROOT_KINDS = ("fail", "hidden", "error", "timeout")    # what a cause row counts (not blocked, todo)
 STATE = {None: "P", "fail": "F", "hidden": "H", "blocked": "B", "todo": "T", "error": "E",
@@ -172,7 +173,7 @@ QUOTED = re.compile(r"'[^']*'")
 def unnamed_key(message: str) -> str:
     """What a failure without a named cause found, with numbers and quoted values masked, so that
     students who differ only in a shape or a value fall in one group."""
-    text = problem_line(message)
+    text = shown(problem_line(message))        # a student's exception text: no control codes
     return NUMBER.sub("N", QUOTED.sub("'…'", text))[:300]
 
 
@@ -234,7 +235,7 @@ def _causes(records, whys, checks):
             elif w.id:
                 named += 1
                 if row.example is None:
-                    row.example = hint_line(messages[name][check])
+                    row.example = shown(hint_line(messages[name][check]) or "")[:600] or None
             else:
                 key_text = unnamed_key(messages[name][check])
                 group = unnamed.setdefault(key_text, Unnamed(key_text, Counter(), []))
