@@ -1,8 +1,8 @@
 """Why a check failed, as the class report counts it: the kind of failure, the cause its hint
 names, the case that failed and, for a failure that comes from another check's, that root.
 
-    annotate(record)          # a CheckRecord, once the grader has its verdict: fills the fields
-    failure_of(record)        # the kind, also for a record written before records kept it
+    annotate(record)    # a CheckRecord with its verdict: sets record.cause (what records keep)
+    why(record)         # that cause as a `Why`; for a record written before, read from its verdict
 
 A check's message names its likely bug with a hint (course/checks/hints.py and the lessons'
 checks), chosen from a fixed set of catalog entries: "divide by sqrt(c) ...", "the softmax runs
@@ -50,7 +50,7 @@ CAUSE_IDS = (NOT_IMPLEMENTED, IMPORT_ERROR, CRASHED, CELL_ERROR, NOT_RUN, GRADER
              HIDDEN, BLOCKED)
 
 HINT_SOURCES = ("course/checks/",)   # where hints live (catalog locations)
-MIN_LITERAL = 12                     # fixed characters a template needs to name anything
+MIN_LITERAL = 12     # fixed characters a template needs to name anything (a CJK one counts two)
 PLACEHOLDER = re.compile(r"\{\{|\}\}|\{[^{}]*\}")
 FAIL_HEADER = re.compile(r"^FAIL (?P<id>\S+), case '(?P<case>.*)':\s*$")
 NOT_RUN_AFTER = re.compile(r"^not run: (?P<id>\S+) failed first in the same cell")
