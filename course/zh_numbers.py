@@ -1,5 +1,8 @@
 """Numbers in the Chinese edition: each one is in the English it translates, or in the code.
 
+The claims ledger (course/claims) holds each claim in both languages; `row_problems` checks that
+the two state the same numbers.
+
 A Chinese cell (or README section) states no number its English cell lacks: the drift check
 (course/drift.py) compares them after reading a few ways of writing the same number alike
 (thousands separators, 1e-09 and 1e-9, English number words such as "ones" or "two", the 1 of a
@@ -69,6 +72,19 @@ def problems(chinese: str, english: str, where: str, english_where: str, root: P
         found.append(f"{where}: {_show(value)} is not in {english_where}: translate the number as the "
                      f"English writes it, or mark a note for Chinese readers <!-- zh-only: FILE --> "
                      f"(course/zh_numbers.py): {_excerpt(rest, value)}")
+    return found
+
+
+def row_problems(english: str, chinese: str) -> list[str]:
+    """A claims-ledger row (docs/claims/NN.toml): its zh words state the numbers its en words
+    state, no fewer (every number the English writes in digits) and no other."""
+    found = []
+    written = numbers(english)
+    translated = numbers(FRACTION_ONE.sub("", chinese))
+    for value in sorted(written - numbers(chinese)):
+        found.append(f"{_show(value)} is in en but not in zh: {_excerpt(english, value)}")
+    for value in sorted(translated - english_numbers(english)):
+        found.append(f"{_show(value)} is in zh but not in en: {_excerpt(chinese, value)}")
     return found
 
 
