@@ -75,13 +75,34 @@ def problems(chinese: str, english: str, where: str, english_where: str, root: P
     return found
 
 
+CHINESE_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7,
+                  "八": 8, "九": 9, "十": 10}
+
+
+def chinese_numerals(text: str) -> set[float]:
+    """The numbers a Chinese text writes in Chinese numerals up to 99 (第四部分, 三个, 十二)."""
+    found = set()
+    for match in re.finditer(r"[零一二两三四五六七八九十]+", text):
+        token = match[0]
+        if "十" in token:
+            tens, _, units = token.partition("十")
+            value = CHINESE_DIGITS.get(tens, 1) * 10 + CHINESE_DIGITS.get(units, 0)
+        elif len(token) == 1:
+            value = CHINESE_DIGITS[token]
+        else:
+            continue
+        found.add(float(value))
+    return found
+
+
 def row_problems(english: str, chinese: str) -> list[str]:
     """A claims-ledger row (docs/claims/NN.toml): its zh words state the numbers its en words
-    state, no fewer (every number the English writes in digits) and no other."""
+    state, no fewer (every number the English writes in digits; Chinese may write a small one in
+    Chinese numerals, 第四部分 for chapter 4) and no other."""
     found = []
     written = numbers(english)
     translated = numbers(FRACTION_ONE.sub("", chinese))
-    for value in sorted(written - numbers(chinese)):
+    for value in sorted(written - numbers(chinese) - chinese_numerals(chinese)):
         found.append(f"{_show(value)} is in en but not in zh: {_excerpt(english, value)}")
     for value in sorted(translated - english_numbers(english)):
         found.append(f"{_show(value)} is in zh but not in en: {_excerpt(chinese, value)}")

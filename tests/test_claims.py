@@ -190,14 +190,15 @@ def test_the_copy_is_clean(course_copy):
 
 
 def test_drift_is_found_in_either_language(course_copy):
-    _replace(course_copy / "notebooks/src/01_qkv_by_hand.py", "The exact sum of the exponentials is 7.399",
-             "The exact sum of the exponentials equals 7.399")
     _replace(course_copy / "notebooks/src/zh/01_qkv_by_hand.py", "指数之和的精确值是 7.399",
              "指数之和精确等于 7.399")
-    found = [p for p in _run(course_copy) if p.check == "drift"]
-    assert any("en words no longer occur" in p.message for p in found)
-    chinese = [p.message for p in found if "zh words no longer occur" in p.message]
-    assert chinese and "指数之和精确等于 7.399" in chinese[0]       # it shows what the cell says now
+    chinese = [p.message for p in _run(course_copy) if p.check == "drift"]
+    assert len(chinese) == 1 and "zh words no longer occur" in chinese[0]
+    assert "指数之和精确等于 7.399" in chinese[0]         # it shows what the Chinese cell says now
+    _replace(course_copy / "notebooks/src/01_qkv_by_hand.py", "The exact sum of the exponentials is 7.399",
+             "The exact sum of the exponentials equals 7.399")
+    english = [p.message for p in _run(course_copy) if p.check == "drift"]
+    assert any("en words no longer occur" in m for m in english)
 
 
 def test_a_new_factual_sentence_needs_a_row_and_its_number_a_source(course_copy):
@@ -221,7 +222,7 @@ def test_a_typed_speed_verdict_is_caught_where_the_notebook_times_things(course_
     _replace(course_copy / "notebooks/src/01_qkv_by_hand.py", "# The exact sum of the exponentials",
              "# Tiles bring no speed here. The exact sum of the exponentials")
     _replace(course_copy / "notebooks/src/01_qkv_by_hand.py", "import math\n",
-             "import math\nfrom course.measure import best_time\n")
+             "import math\nfrom course.measure import best_time\nseconds = best_time(print)\n")
     _replace(course_copy / "notebooks/01_qkv_by_hand.ipynb", "sum             7.399",
              "sum             7.399\\ntiled / naive: forward x0.6")
     found = [p.message for p in _run(course_copy) if p.check == "verdict"]

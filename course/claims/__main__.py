@@ -12,12 +12,15 @@ from course.claims.prose import lesson_numbers, numbers, read_lesson
 from course.claims.render import render
 
 
-def _pair(english: str, chinese: list[str]) -> str:
-    """The Chinese sentence most like an English one: the same numbers and Latin words."""
+def _pair(english: str, position: float, chinese: list[str]) -> str:
+    """The Chinese sentence most like an English one: the same numbers and Latin words, then the
+    same place in the cell (position: where the English sentence sits, from 0 to 1)."""
     def marks(text: str) -> set[str]:
         return set(numbers(text)) | set(re.findall(r"[A-Za-z][\w-]*\d[\w-]*|[A-Z][A-Za-z]{2,}|`[^`]+`", text))
     wanted = marks(english)
-    return max(chinese, key=lambda text: len(wanted & marks(text)), default="")
+    ranked = [(len(wanted & marks(text)), -abs(index / max(len(chinese) - 1, 1) - position), text)
+              for index, text in enumerate(chinese)]
+    return max(ranked)[2] if ranked else ""
 
 
 def _draft(lesson_number: str) -> str:
@@ -32,14 +35,16 @@ def _draft(lesson_number: str) -> str:
             continue
         count += 1
         chinese = [s.text for s in (zh.sentences if zh else []) if s.cell == sentence.cell]
+        english = [s for s in en.sentences if s.cell == sentence.cell]
+        position = english.index(sentence) / max(len(english) - 1, 1)
         out += ["[[claims]]", f'id = "{lesson_number}.{count:02d}"', f"en = {_toml(sentence.text)}",
-                f"zh = {_toml(_pair(sentence.text, chinese))}",
+                f"zh = {_toml(_pair(sentence.text, position, chinese))}",
                 f'kind = ""  # cell {sentence.cell}: {", ".join(why)}', 'verified = ""', ""]
     return "\n".join(out)
 
 
 def _toml(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return '"""' + text.replace("\\", "\\\\") + '"""'
 
 
 def main(argv=None) -> int:

@@ -22,7 +22,8 @@ from course.claims.prose import (Lesson, Sentence, normalise, numbers, read_less
 from course.zh_numbers import row_problems as zh_row_problems
 
 # what a lesson's committed outputs print, read generously: 0.6 in "x0.6", 8.65 in "8.65MB"
-OUTPUT_NUMBER = re.compile(r"(?<![\d.])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\d])")
+# (a range 0..996 counts its ends; the digits after a decimal point are no number of their own)
+OUTPUT_NUMBER = re.compile(r"(?<!\d)(?<!\d\.)(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?!\d)")
 CHECKS = ("form", "drift", "uncovered", "computed", "arithmetic", "numbers", "verdict",
           "zh numbers", "review", "rendered")
 
@@ -191,81 +192,91 @@ def drift(ledger: Ledger, en: Lesson, zh: Lesson | None) -> tuple[list[str], dic
     return found, places_en, places_zh
 
 
-def check(lesson_number: str, root: Path = ROOT, folder: Path = CLAIMS,
-          rendered: bool = True) -> list[Problem]:
-    """Every problem of one lesson's ledger, both languages."""
-    en, zh = read_lesson(lesson_number, "en", root), read_lesson(lesson_number, "zh", root)
-    ledger = load(lesson_number, folder)
+def prose_problems(lesson: Lesson, rows: list[Row], places: dict, english: Lesson) -> list[tuple]:
+    """(check, message) for the factual sentences of one language: uncovered, numbers, verdict."""
+    found, shown_values = [], Shown(lesson)
+    for sentence, why in lesson.factual():
+        rows_here = covering(sentence, rows, places)
+        where = f"{shown(lesson.source)} cell {sentence.cell}"
+        if not rows_here:
+            found.append(("uncovered", f"{where}: no row covers this sentence ({', '.join(why)}): "
+                                       f"{sentence.text!r}"))
+        sourced = {value(n) for row in rows_here if row.kind in ("sourced", "arithmetic")
+                   for n in numbers(row.en if lesson.lang == "en" else row.zh)}
+        for token in numbers(sentence.text):
+            if value(token) not in sourced and not shown_values.has(token):
+                found.append(("numbers", f"{where}: {token} is neither printed by the notebook (to "
+                                         f"the precision quoted) nor held by a sourced or arithmetic "
+                                         f"row: {sentence.text!r}"))
+        typed = verdicts(sentence.text)
+        if typed and lesson.times_things and not any(
+                (row.kind == "computed" and in_notebook(row.cell, english)) or row.kind == "sourced"
+                for row in rows_here):
+            lines = " | ".join(lesson.timing_lines()[:4]) or "(no timing line)"
+            found.append(("verdict", f"{where}: a machine-dependent verdict ({', '.join(typed)}) is "
+                                     f"typed in prose, while the notebook times things and prints: "
+                                     f"{lines}. Print the verdict from the measurement (a computed "
+                                     f"row names the cell): {sentence.text!r}"))
+    return found
 
-    def problem(kind: str, message: str) -> Problem:
-        return Problem(lesson_number, kind, message)
 
-    if en is None:
-        return []
+def row_problems(rows: list[Row], en: Lesson, zh: Lesson | None, root: Path) -> list[tuple]:
+    """(check, message) for the rows themselves: computed cells and tests, arithmetic, zh numbers."""
     found = []
-    if ledger is None:  # judged as an empty ledger: every factual sentence is uncovered
-        path = folder / f"{lesson_number}.toml"
-        found.append(problem("form", f"lesson {lesson_number} has no ledger: write {shown(path)} "
-                                     f"(`python -m course.claims --lesson {lesson_number} --draft` "
-                                     f"starts one)"))
-        ledger, rendered = Ledger(lesson_number, path), False
-    elif not ledger.reviews:
-        found.append(problem("review", f"{shown(ledger.path)} has no [[reviews]] record: a lesson "
-                                       f"is read against its sources by someone who did not write it"))
-    found += [problem("form", p) for p in ledger.problems]
-    rows = ledger.rows
-    drifted, places_en, places_zh = drift(ledger, en, zh)
-    found += [problem("drift", m) for m in drifted]
-
-    for lesson, places in ((en, places_en), (zh, places_zh)):
-        if lesson is None:
-            continue
-        shown_values = Shown(lesson)
-        for sentence, why in lesson.factual():
-            rows_here = covering(sentence, rows, places)
-            where = f"{shown(lesson.source)} cell {sentence.cell}"
-            if not rows_here:
-                found.append(problem("uncovered", f"{where}: no row covers this sentence "
-                                                  f"({', '.join(why)}): {sentence.text!r}"))
-            sourced = {value(n) for row in rows_here if row.kind in ("sourced", "arithmetic")
-                       for n in numbers(row.en if lesson.lang == "en" else row.zh)}
-            for token in numbers(sentence.text):
-                if value(token) not in sourced and not shown_values.has(token):
-                    found.append(problem("numbers", f"{where}: {token} is neither printed by the "
-                                                    f"notebook (to the precision quoted) nor held "
-                                                    f"by a sourced or arithmetic row: "
-                                                    f"{sentence.text!r}"))
-            typed = verdicts(sentence.text)
-            if typed and lesson.times_things and not any(
-                    (row.kind == "computed" and in_notebook(row.cell, en)) or row.kind == "sourced"
-                    for row in rows_here):
-                lines = lesson.timing_lines()[:4]
-                found.append(problem("verdict", f"{where}: a machine-dependent verdict "
-                                                f"({', '.join(typed)}) is typed in prose, while the "
-                                                f"notebook times things and prints: "
-                                                + (" | ".join(lines) or "(no timing line)")
-                                                + f". Print the verdict from the measurement "
-                                                f"(a computed row names the cell): {sentence.text!r}"))
-
     for row in rows:
         if row.kind == "computed" and not in_notebook(row.cell, en):
-            found.append(problem("computed", f"{row.id}: its cell {row.cell!r} is in no code cell "
-                                             f"and no committed output of the English notebook"))
+            found.append(("computed", f"{row.id}: its cell {row.cell!r} is in no code cell and no "
+                                      f"committed output of the English notebook"))
         if row.test and not test_exists(row.test, root):
-            found.append(problem("computed", f"{row.id}: its test {row.test} does not exist"))
+            found.append(("computed", f"{row.id}: its test {row.test} does not exist"))
         if row.kind == "arithmetic" and (wrong := arithmetic_problem(row.formula)):
-            found.append(problem("arithmetic", f"{row.id}: {wrong} ({row.formula!r})"))
+            found.append(("arithmetic", f"{row.id}: {wrong} ({row.formula!r})"))
         if zh is not None:
-            found += [problem("zh numbers", f"{row.id}: {p}") for p in zh_row_problems(row.en, row.zh)]
+            found += [("zh numbers", f"{row.id}: {p}") for p in zh_row_problems(row.en, row.zh)]
+    return found
 
+
+def record_problems(ledger: Ledger, rendered: bool) -> list[tuple]:
+    """(check, message) for the review record and the rendered page."""
+    found = []
+    if not ledger.reviews:
+        found.append(("review", f"{shown(ledger.path)} has no [[reviews]] record: a lesson is read "
+                                f"against its sources by someone who did not write it"))
     for review in ledger.reviews:
         if review.wrong > review.fixed:
-            found.append(problem("review", f"{shown(ledger.path)}: the review by {review.reader} "
-                                           f"found {review.wrong} wrong and fixed {review.fixed}"))
+            found.append(("review", f"{shown(ledger.path)}: the review by {review.reader} found "
+                                    f"{review.wrong} wrong and fixed {review.fixed}"))
     if rendered:
         from course.claims.render import render
         page = ledger.path.with_suffix(".md")
         if not page.exists() or page.read_text(encoding="utf-8") != render(ledger):
-            found.append(problem("rendered", f"{shown(page)} is not rendered from {shown(ledger.path)}: "
-                                             f"run `python -m course.claims --render`"))
+            found.append(("rendered", f"{shown(page)} is not rendered from {shown(ledger.path)}: "
+                                      f"run `python -m course.claims --render`"))
     return found
+
+
+def check(lesson_number: str, root: Path = ROOT, folder: Path = CLAIMS,
+          rendered: bool = True) -> list[Problem]:
+    """Every problem of one lesson's ledger, both languages (a lesson without a ledger is judged
+    as one with no rows: every factual sentence is uncovered)."""
+    en, zh = read_lesson(lesson_number, "en", root), read_lesson(lesson_number, "zh", root)
+    if en is None:
+        return []
+    ledger, found = load(lesson_number, folder), []
+    if ledger is None:
+        path = folder / f"{lesson_number}.toml"
+        found.append(("form", f"lesson {lesson_number} has no ledger: write {shown(path)} (`python "
+                              f"-m course.claims --lesson {lesson_number} --draft` starts one)"))
+        ledger = Ledger(lesson_number, path)
+    else:
+        found += record_problems(ledger, rendered)
+    found += [("form", p) for p in ledger.problems]
+    drifted, places_en, places_zh = drift(ledger, en, zh)
+    found += [("drift", m) for m in drifted]
+    for lesson, places in ((en, places_en), (zh, places_zh)):
+        if lesson is not None:
+            found += prose_problems(lesson, ledger.rows, places, en)
+    found += row_problems(ledger.rows, en, zh, root)
+    order = {name: index for index, name in enumerate(CHECKS)}
+    return [Problem(lesson_number, kind, message)
+            for kind, message in sorted(found, key=lambda item: order[item[0]])]

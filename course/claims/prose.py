@@ -16,7 +16,7 @@ A sentence is *factual*, and needs a ledger row, when it holds (outside code spa
 - a named paper, author, model or system (NAMES: AlphaFold, PyTorch, GPT-2, ALiBi, T5, RoPE,
   "et al.", arXiv, the supplement, an Algorithm number, "the paper", the seed notes...);
 - a comparison (COMPARISONS: faster, smaller, more than, grows, ×N, N times, %...; in Chinese
-  更快, 倍, 降到, 增长...).
+  更快, 倍, 降到, 增长...), or a verdict on speed (VERDICT: no speed, speed-up, 速度...).
 
 Numbers inside code spans and math are code: checked by the notebook that runs it, not here.
 """
@@ -45,12 +45,14 @@ MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$", re.S)
 LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 HEADING = re.compile(r"^\s*#{1,6}\s+")
 TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{3,}")
+HEADING_MARK = "\x00"  # marks a heading block: one sentence, never split
 
-# where an English sentence ends: . ! ? (and a closing quote or bracket), then a space and a
-# capital, a digit, a quote, a bracket or a code span; not after the abbreviations below
-EN_END = re.compile(r"(?<=[.!?])[\"”')\]]*\s+(?=[A-Z0-9\"“(`\[\u4e00-\u9fff])")
+# where a sentence ends: a Chinese 。！？, or an English . ! ? followed by a space and a capital, a
+# digit, a quote, a bracket, a code span or a Chinese character (not after the abbreviations
+# below); closing quotes and brackets right after the end belong to the sentence
+SENTENCE_END = re.compile(r"(?:[。！？]|(?P<en>[.!?]))(?P<close>[\"”’')）\]」』]*)"
+                          r"(?(en)\s+(?=[A-Z0-9\"“(`\[\u4e00-\u9fff])|\s*)")
 ABBREVIATIONS = ("e.g.", "i.e.", "et al.", "vs.", "cf.", "Fig.", "Eq.", "No.", "approx.", "resp.")
-ZH_END = re.compile(r"(?<=[。！？])")
 
 # course structure, not claims (removed before numbers are read)
 STRUCTURE = [re.compile(p) for p in (
@@ -59,7 +61,7 @@ STRUCTURE = [re.compile(p) for p in (
     r"§\s?\d+(?:\.\d+)*(?:\s*[–-]\s*\d+(?:\.\d+)*)?(?:\s*(?:and|,|、)\s*§?\d+(?:\.\d+)*)*",
     r"\b(?:[Ee]xercises?|[Ss]teps?|[Aa]nswers?|[Qq]uestions?|[Pp]art|[Cc]hapter)\s+\d+[ab]?",
     r"\b(?:[Ss]eeds?|[Nn]otes?)\s+00\d\b", r"笔记\s*00\d", r"原始笔记\s*00\d",
-    r"第\s*\d+(?:\s*[–-]\s*\d+)?\s*[课节部章题步]", r"(?:练习|答案|问题|步骤)\s*\d+",
+    r"第\s*\d+(?:\s*[–、，,-]\s*\d+)*\s*[课节部章题步]", r"(?:练习|答案|问题|步骤)\s*\d+",
     r"\b\d-?D\b", r"\b\d+(?:\.\d+)?-(?=[A-Za-z])",     # 2-D, 3D; 64-bit (a hyphenated adjective)
     r"[A-Za-z]+-\d+(?:\.\d+)?",                         # GPT-2, FlashAttention-2, model-1
 )]
@@ -73,7 +75,7 @@ NAMES = re.compile("|".join((
     r"the (?:original|2017) Transformer", r"\b2017\b", r"et al\.?", r"\barXiv\b",
     r"\b[Ss]upplement", r"\b[Aa]lgorithms? \d+", r"\bpapers?\b", r"NVIDIA", r"\bH200\b",
     r"\bA100\b", r"\bJAX\b", r"Zhang & Sennrich", r"\b[Ss]eed 00\d", r"\bseed note",
-    r"\bsource notes?\b", r"\bthe notes\b", r"\bsome (?:widely read )?notes\b", r"notes on Transformers",
+    r"\bsource notes?\b", r"\bthe notes\b", r"\bthe seed(?:'s)?\b", r"\bsome (?:widely read )?notes\b", r"notes on Transformers",
     r"原始 ?Transformer", r"原始笔记", r"笔记\s*00\d", r"论文", r"补充材料", r"算法\s*\d+", r"等\s*\(?\d{4}",
 )))
 
@@ -82,7 +84,7 @@ COMPARISONS = re.compile("|".join((
     r"better|worse|shorter|longer|more|less|most|grows?|growing|grew|shrinks?|shrinking|"
     r"falls?|rises?|doubles?|halves|outperforms?|exceeds?|beats?|saving|speed-?ups?|"
     r"twice|order of magnitude|cheap|expensive)\b",
-    r"×\d|\d×(?!\s?\d)|\bx\d", r"\d+(?:\.\d+)?\s?times\b", r"%",
+    r"(?<!\d)×\d|\d×(?!\s?\d)|\bx\d", r"\d+(?:\.\d+)?\s?times\b", r"%",
     r"更[快慢小大少多高低省贵长短好差]", r"[快慢大小多少高低长短]于", r"[快慢大小多少高低长短]得多", r"倍", r"减半", r"增长|增大|增加",
     r"减小|减少|降低|降到|降为|下降|上升|超过|不如|胜过|节省|加速|提速|开销更|％",
 )))
@@ -147,7 +149,7 @@ def _pieces(source: str) -> list[str]:
         if not line.strip() or TABLE_RULE.match(line):
             continue
         if HEADING.match(line):
-            blocks.append(HEADING.sub("", line))
+            blocks.append(HEADING_MARK + HEADING.sub("", line))
         elif line.lstrip().startswith("|"):
             blocks.append(line.strip().strip("|"))
         else:
@@ -158,26 +160,27 @@ def _pieces(source: str) -> list[str]:
 
 
 def _split(block: str) -> list[str]:
-    pieces = []
-    for part in ZH_END.split(block):
-        start = 0
-        for match in EN_END.finditer(part):
-            before = part[:match.start()]
-            if before.endswith(ABBREVIATIONS):
-                continue
-            pieces.append(part[start:match.start()])
-            start = match.end()
-        pieces.append(part[start:])
+    """A block cut after each sentence end, closing quotes and brackets staying with their sentence."""
+    pieces, start = [], 0
+    for match in SENTENCE_END.finditer(block):
+        if match["en"] and block[:match.start() + 1].endswith(ABBREVIATIONS):
+            continue
+        pieces.append(block[start:match.end("close")])
+        start = match.end()
+    pieces.append(block[start:])
     return [p.strip() for p in pieces if p.strip()]
 
 
 def sentences(source: str, cell: int) -> tuple[str, list[Sentence]]:
     """The cell's normalised text (what rows are matched in) and its sentences, with spans."""
-    blocks = [normalise(block) for block in _pieces(source)]
-    text = " ".join(b for b in blocks if b)
+    blocks = [(block.startswith(HEADING_MARK), normalise(block.removeprefix(HEADING_MARK)))
+              for block in _pieces(source)]
+    text = " ".join(b for _, b in blocks if b)
     found, position = [], 0
-    for block in blocks:
-        for piece in _split(block):
+    for heading, block in blocks:
+        for piece in [block] if heading else _split(block):
+            if not piece:
+                continue
             start = text.find(piece, position)
             found.append(Sentence(cell, start, start + len(piece), piece))
             position = start + len(piece)
@@ -205,7 +208,8 @@ def reasons(text: str, literals: frozenset[float] = frozenset()) -> list[str]:
     bare = NOT_COMPARED.sub(" ", masked(text))
     return ([f"number {n}" for n in numbers(text) if value(n) not in literals]
             + [f"name {m[0].strip()}" for m in NAMES.finditer(bare)]
-            + [f"comparison {m[0].strip()}" for m in COMPARISONS.finditer(bare)])
+            + [f"comparison {m[0].strip()}" for m in COMPARISONS.finditer(bare)]
+            + [f"verdict {v}" for v in verdicts(text) if not COMPARISONS.search(v)])
 
 
 CODE_NUMBER = re.compile(r"(?<![\w.])\d[\d_]*(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w])")
@@ -255,9 +259,12 @@ class Lesson:
     def timing_lines(self) -> list[str]:
         """The printed lines a typed verdict can be contradicted by: ratios first, then times."""
         lines = [" ".join(line.split()) for text in self.outputs for line in text.splitlines()]
-        ratios = [line for line in lines if re.search(r"\bx\d|×\d|\d\s?x\b|\bslope\b| / ", line)]
-        times = [line for line in lines if re.search(r"\d\s?(?:ms|s)\b", line) and line not in ratios]
-        return ratios + times
+        ratios = [line for line in lines if re.search(r"\bx\d|×\d|\d\s?x\b", line)]
+        slopes = [line for line in lines if re.search(r"\bslope\b|\bfaster\b", line)
+                  and line not in ratios]
+        times = [line for line in lines if re.search(r"\d\s?(?:ms|s)\b", line)
+                 and line not in ratios + slopes]
+        return ratios + slopes + times
 
 
 def lesson_numbers(root: Path = ROOT) -> list[str]:
