@@ -251,13 +251,13 @@ def check_the_lms_files_follow_every_run(the_term):
     _, klass, _, _ = the_term
     lms = klass / "grades" / "lms"
     canvas = read_canvas((lms / "canvas.csv").read_text())
-    totals = {s["id"]: s["scores"]["Attention course"] for s in canvas["students"]}
+    totals = {s["id"]: s["scores"]["Attention course, lessons 00-01"] for s in canvas["students"]}
     assert totals == {"4211": 3.0, "4212": 0.0, "4213": 2.0, "4214": 1.0, "4215": 3.0, "4216": 3.0}
     users = [{"id": int(uid), "username": folder, "idnumber": uid, "email": email}
              for folder, uid, _, email, _ in term.ROSTER]
     moodle = moodle_import((lms / "moodle.csv").read_text(), users, "ID number", "useridnumber",
-                           ["Attention course"])
-    assert moodle["ok"] and {u: g["Attention course"] for u, g in moodle["grades"].items()} == \
+                           ["Attention course, lessons 00-01"])
+    assert moodle["ok"] and {u: g["Attention course, lessons 00-01"] for u, g in moodle["grades"].items()} == \
         {int(k): v for k, v in totals.items()}
     assert "## In the roster without a submission (0 points): 0" in (lms / "summary.md").read_text()
 

@@ -53,4 +53,5 @@ def render_class(out: Path, info: ClassInfo, records: list[StudentRecord], run: 
     if roster is not None:
         write_lms(out, info, records, roster, per_lesson)
         written.append("lms/")
+    rec.private_tree(out)
     return written

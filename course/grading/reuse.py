@@ -54,6 +54,8 @@ def settle(out: Path, given: dict, options) -> Settings:
         options.reused.insert(1, "points")
     if options.per_lesson is None:
         options.per_lesson = bool((info.settings or {}).get("per_lesson"))
+    if getattr(options, "assignment", None) is None:
+        options.assignment = info.assignment  # "" for a class recorded before titles were kept
     return settings
 
 

@@ -42,6 +42,8 @@ class Job:
     folder: Path
     scratch: Path       # private working folder (removed afterwards)
     raw: Path           # OUT/raw/<report name>/
+    handle: dict | None = None   # what make collect kept of the LMS's delivery (.lms.json)
+    entry: object = None         # the student's roster entry (roster.RosterEntry), if any
 
 
 @dataclass
@@ -127,11 +129,14 @@ def _isolate(ctx: ClassContext, settings: Settings, files: dict[str, bytes],
     # a bug fails its exercise's check, or a hidden case by name; a refused result, a timeout or
     # a dead process is no bug to spare the exercises that call it (nor a reason to run again)
     failing = {c for c, r in checks.items() if not r.passed and _a_bug(r)}
+    # the exercises of lessons this run does not grade are no part of the assignment: whatever
+    # the student left there (a stub), the reference's code stands in for them
+    ungraded = {u for c in ctx.checks.values() for u in c.uses} - set(ctx.checks)
     todo = {}
     for check_id in passed:
         record = checks[check_id]
         found = None if record.passed or record.hidden_failure is None else isolated_entry(
-            ctx.checks[check_id], failing)
+            ctx.checks[check_id], failing | ungraded)
         if found is not None:
             todo[check_id] = found
     if not todo:
@@ -142,7 +147,8 @@ def _isolate(ctx: ClassContext, settings: Settings, files: dict[str, bytes],
         record = checks[check_id]
         if confirmation.confirmed:
             record.passed, record.confirmed, record.earned = True, True, record.points
-            record.blocked_by = todo[check_id][1]
+            record.blocked_by = [c for c in todo[check_id][1] if c not in ungraded]
+            record.stand_ins = [c for c in todo[check_id][1] if c in ungraded]
             record.message = check_lines.pass_line(check_id, ctx.checks[check_id].n_cases)
     return run
 
