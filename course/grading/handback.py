@@ -86,6 +86,22 @@ def moodle_entry(handle: dict, feedback: bytes) -> tuple[str, bytes]:
     return f"{name}_{handle['id']}_assignfeedback_file_feedback.md", feedback
 
 
+KEPT = ".handles.json"  # OUT/handback/: the LMS ids the zips were made with, for rebuilding them
+
+
+def rebuild(out: Path) -> dict[str, list[str]] | None:
+    """OUT/handback/ made again from the records, where make handback made it before: a regrade,
+    a late student or a rescore never leaves a zip that says an older grade."""
+    kept = Path(out) / HANDBACK_DIR / KEPT
+    if not kept.is_file():
+        return None
+    try:
+        handles = rec.read_json(kept)
+    except (OSError, ValueError):
+        return None
+    return build(out, handles=handles if isinstance(handles, dict) else {})
+
+
 def _handles(submissions: Path | None) -> dict:
     if submissions is None or not (Path(submissions) / HANDLES).is_file():
         return {}
@@ -105,13 +121,14 @@ def _entry_folder(record: rec.StudentRecord) -> str:
     return name if plain else record.report_name
 
 
-def build(out: Path, submissions: Path | None = None) -> dict[str, list[str]]:
+def build(out: Path, submissions: Path | None = None,
+          handles: dict | None = None) -> dict[str, list[str]]:
     """Write OUT/handback/; returns, per zip, the folders it holds."""
     out = Path(out).resolve()
     records = rec.load_students(out)
     if not records:
         raise HandbackError(f"{out} holds no graded student (run make grade first)")
-    handles = _handles(submissions)
+    handles = _handles(submissions) if handles is None else handles
     zips: dict[str, dict[str, bytes]] = {"feedback.zip": {}, "canvas-feedback.zip": {},
                                          "moodle-feedback.zip": {}}
     held: dict[str, list[str]] = {name: [] for name in zips}
@@ -140,6 +157,7 @@ def build(out: Path, submissions: Path | None = None) -> dict[str, list[str]]:
             (folder / name).unlink(missing_ok=True)
     rec.atomic_write(folder / "README.md", readme(held, sorted(r.student for r in
                                                                  records.values())))
+    rec.atomic_write(folder / KEPT, rec.dumps(handles))
     rec.private_tree(folder)
     return held
 

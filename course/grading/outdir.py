@@ -137,9 +137,12 @@ def check_plan(state: OutState, info: ClassInfo) -> None:
     differ += sorted(f"settings.{k}" for k in set(old["settings"]) | set(new["settings"])
                      if old["settings"].get(k) != new["settings"].get(k))
     if differ:
+        fix = ("; to change the points of the graded class, give them without SUBMISSIONS: "
+               "make grade OUT=... POINTS=... (from the records, no student code runs)"
+               if "points" in differ else "")
         raise OutError(f"{state.out} holds a class graded differently ({', '.join(differ)} "
                        f"differ{_what_differs(old, new, differ)}); leave the option out (a run "
-                       "into OUT grades as OUT was graded) or grade into a fresh OUT")
+                       f"into OUT grades as OUT was graded) or grade into a fresh OUT{fix}")
 
 
 def _what_differs(old: dict, new: dict, differ: list[str]) -> str:

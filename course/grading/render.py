@@ -53,5 +53,9 @@ def render_class(out: Path, info: ClassInfo, records: list[StudentRecord], run: 
     if roster is not None:
         write_lms(out, info, records, roster, per_lesson)
         written.append("lms/")
+    from course.grading.handback import rebuild
+
+    if rebuild(out) is not None:
+        written.append("handback/")
     rec.private_tree(out)
     return written

@@ -63,6 +63,8 @@ def collect(folder: Path, ctx: ClassContext) -> Submission:
             if exercises else ({}, [])
         extras = submission.shipped_extras(folder, exercises)
         loose = submission.loose_files(folder, exercises, ctx.modules)
+        if exercises is None:  # nothing to grade: say what was handed in instead
+            loose += submission.not_exercises(folder, ctx.modules)
     except submission.TooLarge as too_large:  # not read further: nothing of it is graded
         return Submission({}, ignored=[f"{too_large} (not read: nothing of it is graded)"])
     ships = any(e.rstrip("/").split("/")[-1] == "solutions" for e in extras)
@@ -114,6 +116,20 @@ def _apply_hidden(checks: dict[str, CheckRecord], passed: list[str],
             found.problems.append(f"{check_id}: {why}")
 
 
+def _ungraded(ctx: ClassContext) -> set[str]:
+    """The checks of lessons this run does not grade whose exercises graded ones call: no part of
+    the assignment, so whatever the student left there (a stub), the reference's code stands in
+    for them on hidden inputs (a lesson left out is no suspicion)."""
+    return {u for c in ctx.checks.values() for u in c.uses} - set(ctx.checks)
+
+
+def _standing_in(ctx: ClassContext, passed: list[str]) -> dict[str, tuple[dict, list[str]]]:
+    """The checks among `passed` that call exercises of ungraded lessons, with their entries."""
+    ungraded = _ungraded(ctx)
+    found = {c: isolated_entry(ctx.checks[c], ungraded) for c in passed} if ungraded else {}
+    return {c: entry for c, entry in found.items() if entry is not None}
+
+
 def _a_bug(record: CheckRecord) -> bool:
     """Failed visibly, or on a named hidden case (not refused, timed out or killed there)."""
     return record.confirmed is None or record.hidden_failure is not None
@@ -129,9 +145,7 @@ def _isolate(ctx: ClassContext, settings: Settings, files: dict[str, bytes],
     # a bug fails its exercise's check, or a hidden case by name; a refused result, a timeout or
     # a dead process is no bug to spare the exercises that call it (nor a reason to run again)
     failing = {c for c, r in checks.items() if not r.passed and _a_bug(r)}
-    # the exercises of lessons this run does not grade are no part of the assignment: whatever
-    # the student left there (a stub), the reference's code stands in for them
-    ungraded = {u for c in ctx.checks.values() for u in c.uses} - set(ctx.checks)
+    ungraded = _ungraded(ctx)
     todo = {}
     for check_id in passed:
         record = checks[check_id]
@@ -195,9 +209,13 @@ def _grade(job: Job, ctx: ClassContext, settings: Settings) -> StudentRecord:
     visible = stage("visible", _visible, job, ctx, settings, sub.files, deadline)
     found = stage("classify", classify, ctx, visible, settings)
     passed = _apply_visible(checks, found)
+    standing = _standing_in(ctx, passed)
     hidden = stage("confirm", run_hidden, ctx, settings, sub.files, passed, deadline,
-                   job.scratch, job.raw, job.scratch / "root-hidden")
+                   job.scratch, job.raw, job.scratch / "root-hidden",
+                   {c: entry for c, (entry, _) in standing.items()} or None)
     _apply_hidden(checks, passed, hidden.confirmations, found)
+    for check_id, (_, used) in standing.items():
+        checks[check_id].stand_ins = used
     alone = stage("isolate", _isolate, ctx, settings, sub.files, checks, passed, deadline, job)
     record = _record(job, sub, checks, found, settings, time.monotonic() - start)
     timings.update({"visible cpu": visible.cpu, "confirm cpu": hidden.cpu,
