@@ -57,4 +57,9 @@ def render_class(out: Path, info: ClassInfo, records: list[StudentRecord], run: 
         written.append("lms/")
     if write_class_safely(out, info, records, roster):
         written.append("class/")
+    from course.grading.handback import rebuild
+
+    if rebuild(out) is not None:
+        written.append("handback/")
+    rec.private_tree(out)
     return written
