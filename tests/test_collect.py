@@ -123,6 +123,13 @@ def test_two_moodle_students_of_one_name_need_participant_ids(tmp_path, capsys):
                             str(tmp_path / "subs2"), "--roster", str(with_ids)]) == 0
     assert (tmp_path / "subs2" / "wz1" / "softmax.py").read_text() == "two"
     assert (tmp_path / "subs2" / "wz2" / "softmax.py").read_text() == "one"
+    # the line that resolves it, followed into the same folder: the guesses are set aside
+    assert collecting.main(["--from", str(tmp_path / "m.zip"), "--submissions",
+                            str(tmp_path / "subs"), "--roster", str(with_ids)]) == 0
+    assert sorted(p.name for p in (tmp_path / "subs").iterdir()) == [".lms.json", ".replaced",
+                                                                       "wz1", "wz2"]
+    assert sorted(json.loads((tmp_path / "subs" / ".lms.json").read_text())["students"]) == [
+        "wz1", "wz2"]
 
 
 def test_blind_marking_is_matched_by_participant_id(tmp_path):

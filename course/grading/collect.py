@@ -57,6 +57,7 @@ class Row:
     """One student's line of the collect report."""
     folder: str
     student: Student
+    key: tuple[str, str] = ("", "")         # (lms, id)
     state: str = "new"                     # new, updated, unchanged
     notes: list[str] = field(default_factory=list)
     problem: str = ""                      # what the instructor must do, if anything
@@ -83,11 +84,11 @@ def folder_names(download: Download, roster: list[RosterEntry],
             named.setdefault(folder_key(s.name), []).append(key)
     chosen, problems = {}, {}
     for key, s in sorted(download.students.items()):
-        folder = known.get(key)
-        if folder is None and s.lms == "canvas":
-            folder = by_uid.get(s.key)
-        elif folder is None and s.lms == "moodle":
-            folder = by_pid.get(s.key)
+        # the roster's folder first (it may name a student an earlier collect could not), then
+        # the folder an earlier collect gave, then the download's name
+        folder = by_uid.get(s.key) if s.lms == "canvas" else by_pid.get(s.key)
+        folder = folder or known.get(key)
+        if folder is None and s.lms == "moodle":
             rows = by_name.get(folder_key(s.name), [])
             twins = named.get(folder_key(s.name), [])
             if folder is None and len(rows) == 1 and len(twins) == 1 and not rows[0].participant:
@@ -106,7 +107,7 @@ def folder_names(download: Download, roster: list[RosterEntry],
     counts: dict[str, int] = {}
     for folder in chosen.values():
         counts[folder_key(folder).casefold()] = counts.get(folder_key(folder).casefold(), 0) + 1
-    return ({k: (v if counts[folder_key(v).casefold()] == 1 or k in known else f"{v}_{k[1]}")
+    return ({k: (v if counts[folder_key(v).casefold()] == 1 or known.get(k) == v else f"{v}_{k[1]}")
              for k, v in chosen.items()}, problems)
 
 
@@ -194,7 +195,7 @@ def collect(source: Path, submissions: Path, roster: Path | None = None,
     try:
         for key, student in sorted(download.students.items(), key=lambda kv: names[kv[0]]):
             files, left_out = unpacked(student.files)
-            row = Row(names[key], student, notes=_notes(student, left_out),
+            row = Row(names[key], student, key, notes=_notes(student, left_out),
                       problem=problems.get(key, ""))
             current = submissions / row.folder
             if current.exists() and _digest(_on_disk(current)) == _digest(files):
@@ -207,6 +208,13 @@ def collect(source: Path, submissions: Path, roster: Path | None = None,
                 before.get("students", {}).get(row.folder, {}).get("downloaded", downloaded))
             rows.append(row)
         _move_in(staging, submissions, rows)
+        for row in rows:
+            old = known.get(row.key)
+            if old is not None and old != row.folder:  # the roster names them now: one folder
+                _set_aside(submissions, old)
+                handles["students"].pop(old, None)
+                row.notes.append(f"collected before into {old}, which is set aside in "
+                                 f"{REPLACED}/: the roster names this student {row.folder}")
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     handles["collects"].append({
@@ -223,16 +231,19 @@ def collect(source: Path, submissions: Path, roster: Path | None = None,
 def _move_in(staging: Path, submissions: Path, rows: list[Row]) -> None:
     """Each new or changed student's folder into SUBMISSIONS (a replaced one to .replaced/)."""
     submissions.mkdir(mode=PRIVATE_DIR, parents=True, exist_ok=True)
-    stamp = datetime.now().strftime("%Y%m%dT%H%M%S")
     for row in rows:
-        if row.state == "unchanged":
-            continue
-        target = submissions / row.folder
-        if target.exists():
-            kept = submissions / REPLACED / f"{row.folder}~{stamp}"
-            kept.parent.mkdir(mode=PRIVATE_DIR, exist_ok=True)
-            os.replace(target, kept)
-        os.replace(staging / row.folder, target)
+        if row.state != "unchanged":
+            _set_aside(submissions, row.folder)
+            os.replace(staging / row.folder, submissions / row.folder)
+
+
+def _set_aside(submissions: Path, folder: str) -> None:
+    """Move SUBMISSIONS/<folder> to SUBMISSIONS/.replaced/ (kept, and no longer graded)."""
+    current = submissions / folder
+    if current.exists():
+        kept = submissions / REPLACED / f"{folder}~{datetime.now().strftime('%Y%m%dT%H%M%S')}"
+        kept.parent.mkdir(mode=PRIVATE_DIR, exist_ok=True)
+        os.replace(current, kept)
 
 
 def report_lines(handles: dict) -> tuple[list[str], list[str]]:
