@@ -623,12 +623,14 @@ def test_line(c: dict, first: str, second: str, family: int, indent: str = "    
         ratio = "" if not c["ratio"] else _(
             "ratio of the means {r:.2f} (95 % bootstrap interval {a:.2f}-{b:.2f}); ").format(
             r=c["ratio"][0], a=c["ratio"][1], b=c["ratio"][2])
+        verdict = _("yes: the arms differ") if c["p"] <= alpha else _("no: these seeds do not separate the arms")
         return "\n".join([head, indent + ratio + _("U = {u:g} of {pairs}, two-sided exact p = {p:.2g}").format(
-            u=c["u"], pairs=n1 * n2, p=c["p"]), indent + rule + "; " + _(
-            "below {alpha:.4g} ({family} comparisons): {verdict}").format(
-            alpha=alpha, family=family, verdict=_("yes") if c["p"] <= alpha else _("no"))])
+            u=c["u"], pairs=n1 * n2, p=c["p"]), indent + _(
+            "{rule}; below {alpha:.4g} ({family} comparisons): {verdict}").format(
+            rule=rule, alpha=alpha, family=family, verdict=verdict)])
     if min(n1, n2) < MIN_SEEDS:
-        return head + " " + _("too few seeds for a comparison")
+        return _("{first} vs {second}, {n1} against {n2} seeds: too few seeds for a comparison").format(
+            first=label(first), second=label(second), n1=n1, n2=n2)
     lower = stats.mann_whitney(c["first"], c["second"], "less")[1]
     ratio = "" if min(c["first"]) <= 0 else _(
         "{r:.1f}x lower on the means ({a:.1f}-{b:.1f}x over the pairings of one seed of each)").format(
@@ -647,8 +649,9 @@ HEADLINE = (
     ("sink", EXPERIMENT_PREFIXES["sink"], N_("{setup}, the experiment: {measure}"),
      ("none", "elementwise", "wider"), (("elementwise", "none", PRIMARY), ("elementwise", "wider", CONTROLS))),
     ("course", EXPERIMENT_PREFIXES["course"], N_("{setup}, the experiment: {measure}"),
-     ("none", "elementwise", "wider"),
-     (("elementwise", "none", PRIMARY), ("elementwise", "wider", CONTROLS), ("wider", "none", CONTROLS))),
+     ("none", "elementwise", "wider", "static", "headwise"),
+     (("elementwise", "none", PRIMARY), ("elementwise", "wider", CONTROLS), ("wider", "none", CONTROLS),
+      ("static", "none", CONTROLS), ("elementwise", "static", CONTROLS))),
 )
 
 

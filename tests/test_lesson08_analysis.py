@@ -265,8 +265,13 @@ def test_experiment_and_functional_tables():
     assert text[3].split() == ["baseline", "0.450", "[0.350,", "0.550]", "n", "=", "5"]
     share = text.index("    G1 elementwise vs baseline, 5 against 5 seeds:")
     assert "U = 25 of 25, two-sided exact p = 0.0079" in text[share + 1]
-    assert text[share + 2].strip() == "every seed below every seed: yes; below 0.0125 (4 comparisons): yes"
+    assert text[share + 2].strip() == ("every seed below every seed: yes; below 0.0125 (4 comparisons): "
+                                       "yes: the arms differ")
     cost = text.index("    G1 elementwise vs baseline, 5 against 5 seeds:", share + 1)
     assert "U = 23 of 25, two-sided exact p = 0.032" in text[cost + 1]
     assert text[cost + 2].strip() == ("every seed below every seed: no (1 of 5 above the lowest of the "
-                                      "second); below 0.0125 (4 comparisons): no")
+                                      "second); below 0.0125 (4 comparisons): no: these seeds do not "
+                                      "separate the arms")
+    # the static scalar has 3 seeds: the rank rule, no test
+    static = text.index("    G1 elementwise vs static scalar, 5 against 3 seeds:")
+    assert text[static + 2].strip().endswith("fewer than 5 seeds per arm: no test")

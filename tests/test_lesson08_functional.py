@@ -2,6 +2,7 @@
 experiment's training (course/lesson08_experiment.py): masks, interventions, resumption."""
 import json
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -171,6 +172,5 @@ def test_the_script_takes_a_device_for_the_experiment_only(monkeypatch):
     monkeypatch.setattr(experiment, "work", lambda threads, device: asked.update(threads=threads, device=device) or 0)
     assert script.main(["--experiment", "--device", "cuda", "--threads", "1"]) == 0
     assert asked == {"threads": 1, "device": "cuda"}
-    import pytest
     with pytest.raises(SystemExit):
         script.main(["--device", "cuda"])

@@ -132,8 +132,10 @@ print(analysis.headline(runs))
 #   seed, though: a few gated seeds keep a dependence above the lightest baseline seed's (the
 #   count after "every seed below every seed"). The wider baseline, with as many weights as the
 #   gated model, differs from the baseline in neither measure, and G1 elementwise is lower than
-#   it in both: the gate's effect is not its extra weights. The static scalar and G1 headwise
-#   have fewer seeds (the experiment's tables below say how many, and whether they can be tested).
+#   it in both: the gate's effect is not its extra weights. The static scalar, the toy's
+#   input-independent gate, comes later in the experiment's queue: its lines say how many seeds
+#   it has and what the test says. A *no* there means that those seeds do not separate the two
+#   arms, not that the arms are the same.
 #
 # **The limits, honestly.** 2 layers, width 64, 64 tokens, one learning rate, and the seeds
 # printed above. Our gated share (about 0.04 in the strong-sink set-up) lies *below* uniform
@@ -592,10 +594,11 @@ print(analysis.comparison_table(runs, analysis.CONTROLS))
 # "the gate removes the dependence" holds for the mean and for most seeds, not for every run. The
 # wider baseline does not differ from the baseline in either measure, and G1 elementwise is lower
 # than the wider baseline in both: the gate's extra weights are not what lowers the sink. The
-# static scalar and G1 headwise are tested only once they have the 5 seeds a test needs; until
-# then their lines say so, and what the 3-seed runs and seed 0 showed about them stays a
-# direction. The strong-sink set-up gets its own lines when its runs ship. Until then its answer
-# rests on the 3-seed runs for the pattern and on seed 0 for the dependence.
+# static scalar and G1 headwise come later in the queue and can have fewer seeds; the controls
+# table gives each comparison's seeds and its verdict. A *no* there means that these seeds do not
+# separate the two arms, not that the arms are the same: with 5 seeds in one arm the interval of
+# the ratio is wide. The strong-sink set-up gets its own lines when its runs ship. Until then its
+# answer rests on the 3-seed runs for the pattern and on seed 0 for the dependence.
 #
 # ### What the gate does, head by head
 #
@@ -997,8 +1000,8 @@ print(analysis.paper_comparison(runs, CASES))
 # - **No attention sink (claim c): the dependence.** The paper does not measure it; StreamingLLM
 #   shows why it matters. Where our baseline depends on BOS (the course's set-up), G1 elementwise
 #   lowers the dependence to a fraction of the baseline's, on the mean and in most seeds but not
-#   all (the experiment's test, its seeds printed with it); the wider baseline does not lower it,
-#   and the static scalar is tested once it has the seeds. Where the sink is a strong pattern,
+#   all (the experiment's test, its seeds printed with it); the wider baseline does not lower it.
+#   Whether the static scalar does is in the experiment's lines. Where the sink is a strong pattern,
 #   seed 0, the only seed tested, has no dependence to remove.
 # - **The input-independent control.** The paper's input-independent gate lowers the sink a little
 #   (0.467 → 0.364). Our static scalar lowers the mean of the strong pattern too, but the seeds
@@ -1098,7 +1101,7 @@ print(analysis.paper_comparison(runs, CASES))
 #   direction (in the paper-like build by a factor like the paper's). Where the model depends on
 #   BOS, the many-seed experiment shows it lowering both the weak pattern and the dependence, at
 #   the corrected threshold, on the mean and in most seeds but not in all. The wider baseline, with
-#   as many weights, keeps the dependence; the static scalar is tested once it has the seeds. The
+#   as many weights, keeps the dependence; the static scalar's lines are in the experiment. The
 #   paper's input-independent gate, the static scalar's counterpart, lowers the sink pattern only
 #   a little. Massive activations do not form here, so that claim stays untested.
 # - This is the last lesson. You went from Q, K, V by hand to a 2025 result that you have
