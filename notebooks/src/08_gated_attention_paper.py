@@ -123,8 +123,9 @@ print(analysis.headline(runs))
 #   every baseline seed, the strongest result 3 seeds against 3 can give, but too few seeds for
 #   the experiment's test. Blocking BOS costs this baseline about a thousandth of a nat in seed 0,
 #   the one seed tested: there the sink is a pattern without a dependence, and there is no
-#   dependence for the gate to remove. Seeds 1 and 2 stay untested until the experiment's
-#   strong-sink runs ship (the second block says whether they have).
+#   dependence for the gate to remove. Seeds 1 and 2 are untested; the experiment's strong-sink
+#   runs test the dependence on seeds of their own once they ship (the second block says whether
+#   they have).
 # - **The course's own set-up** (the third block: the many-seed experiment, n seeds per arm): the
 #   pattern is weak, but the baseline depends on BOS: blocking it costs real loss in every seed.
 #   G1 elementwise lowers both, the share on BOS to about half of the baseline's and the cost of
