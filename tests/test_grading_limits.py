@@ -47,21 +47,32 @@ for i in items:
         time.sleep(0.8)
     if i == 1 and mode == "flood":
         os.write(2, b"x" * (8 * 1024 * 1024)); out.write("[" * 100000 + "\n" + "y" * (3 << 20) + "\n")
-    if i == 1 and mode == "cpu":
-        os.kill(os.getpid(), signal.SIGXCPU)
+    if i == 1 and mode == "cpu":  # its CPU-time limit (1 s, the grader's _start sets it)
+        while True:
+            pass
+    if i == 1 and mode in ("self-xcpu", "self-kill"):  # what the CPU-time limit sends, from inside
+        os.killpg(0, signal.SIGXCPU if mode == "self-xcpu" else signal.SIGKILL)
     out.write(json.dumps({"done": i, "value": i * 10}) + "\n")
 '''
 
 
-def _start(mode: str):
+def _start(mode: str, cpu_limit: int = 1):
+    def limit() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_limit, cpu_limit + 2))
+
     def start(rest):
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         proc = subprocess.Popen([sys.executable, "-c", CHILD, mode, ",".join(map(str, rest))],
-                                stdout=out_w, stderr=err_w, start_new_session=True)
+                                stdout=out_w, stderr=err_w, start_new_session=True,
+                                preexec_fn=limit)
         os.close(out_w)
         os.close(err_w)
-        return ExecRunning(proc, out_r, err_r, sandboxed=False)
+        running = ExecRunning(proc, out_r, err_r, sandboxed=False)
+        running.cpu_limit = cpu_limit
+        return running
     return start
 
 
@@ -100,9 +111,23 @@ def test_floods_and_garbage_are_read_capped_and_ignored(tmp_path):
 
 
 def test_a_cpu_limit_death_gets_one_more_try_then_charges_the_item(tmp_path):
-    run, _ = _supervise("cpu", tmp_path, item=20.0, deadline=60.0)
+    run, _ = _supervise("cpu", tmp_path, item=60.0, deadline=150.0)
     assert run.results[1].cpu_limit and run.results[1].exit_code == -signal.SIGXCPU
     assert run.results[2].done["value"] == 20 and run.restarts == 2
+
+
+@pytest.mark.parametrize("mode", ["self-kill", "self-xcpu"])
+def test_a_kill_from_inside_is_no_cpu_limit(mode, tmp_path):
+    """A process group that killed itself with SIGKILL was charged as a CPU timeout, and
+    retried as one: the CPU-time limit's signals count only when the CPU-seconds were used."""
+    from course.grading.visible import died_message
+
+    run, _ = _supervise(mode, tmp_path, item=20.0, deadline=60.0)
+    killed = run.results[1]
+    assert not killed.cpu_limit and killed.exit_code in (-signal.SIGKILL, -signal.SIGXCPU)
+    assert run.results[2].done["value"] == 20 and run.restarts == 1  # no second try
+    assert died_message(killed.exit_code).startswith(
+        f"the process was killed by {signal.Signals(-killed.exit_code).name}, sent from inside")
 
 
 # --------------------------------------------------------------- results are untrusted data
