@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from course import ROOT
 from course.grading.names import shown
@@ -296,3 +297,68 @@ def test_merge_verifies_what_a_shard_says(hostile, tmp_path):
     with pytest.raises(MergeError, match="perfect.json .its report name is not its folder's"):
         merge([part], tmp_path / "merged")
     assert not (tmp_path / "X.json").exists() and not (tmp_path / "X.md").exists()
+
+
+# --------------------------------------------------- the seed's full strength (no grading run)
+
+SEEDS = (738105292638472651, 2**62 - 12345, 4242424242)
+
+
+def _plain(value):
+    """A draw as plain data: tensors as shape, dtype and values (meta tensors: no values)."""
+    if isinstance(value, torch.Tensor):
+        return (tuple(value.shape), str(value.dtype), None if value.is_meta else value.tolist())
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _same_cases(first: list[dict], second: list[dict]) -> bool:
+    return _plain(first) == _plain(second)
+
+
+def test_every_bit_of_the_seed_changes_every_checks_hidden_cases():
+    """The hidden cases had 32 bits of the seed: (seed * 1000003 + crc32(id)) mod 2**63, of
+    which torch's generator keeps the low 32 bits, so seeds 2**32 apart drew the same cases
+    (and 2**30 of the 62-bit seeds the grader draws drew the public ones)."""
+    from course.checks import all_checks
+    from course.grading.hidden import confirm as hidden
+
+    first, second = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5 + 2**32)
+    assert torch.equal(torch.randn(4, generator=first), torch.randn(4, generator=second))
+    checks = all_checks()
+    for seed in SEEDS:
+        derived = {c: hidden.generator_seed(seed, c) for c in checks}
+        for bit in range(63):
+            flipped = seed ^ (1 << bit)
+            assert all(hidden.generator_seed(flipped, c) != derived[c] for c in checks), (seed, bit)
+    drawn = {c: hidden.draw_cases(check, SEEDS[0]) for c, check in checks.items()}
+    for bit in (0, 31, 32, 61):  # the bits the old derivation dropped, and the top ones
+        for c, check in checks.items():
+            assert not _same_cases(drawn[c], hidden.draw_cases(check, SEEDS[0] ^ (1 << bit))), (c, bit)
+
+
+def test_no_seed_the_grader_accepts_draws_the_public_cases(monkeypatch):
+    """The public rehearsal's cases ship with the course; a seed whose generators meet theirs is
+    refused (shown with the hash cut to 8 bits, where such a seed is found at once)."""
+    from course.checks import all_checks
+    from course.confirm.public import PUBLIC_SEED, load
+    from course.grading.hidden import confirm as hidden
+    from course.grading.outdir import OutError, check_seed
+
+    checks, public = all_checks(), {e["id"]: e["cases"] for e in load()}
+    assert all(_same_cases(hidden.draw_cases(checks[c], PUBLIC_SEED), cases)  # the comparison
+               for c, cases in public.items())
+    for seed in (PUBLIC_SEED + 2**32, PUBLIC_SEED + 2**40, *SEEDS):  # the first two drew them
+        check_seed(seed)
+        for c, cases in public.items():
+            assert not _same_cases(hidden.draw_cases(checks[c], seed), cases), (seed, c)
+    with pytest.raises(OutError, match="no secret"):
+        check_seed(PUBLIC_SEED)
+    real = hidden.generator_seed
+    monkeypatch.setattr(hidden, "generator_seed", lambda seed, check: real(seed, check) & 0xFF)
+    colliding = next(s for s in range(10_000) if hidden.public_collisions(s))
+    with pytest.raises(OutError, match=r"no secret: it draws the hidden cases of \S+"):
+        check_seed(colliding)

@@ -35,14 +35,18 @@ def seed_digest(seed: int) -> str:
 
 
 def check_seed(seed: int) -> None:
-    """Refuse a seed that is no secret (the public seed of `make check HIDDEN=1` belongs here)."""
-    from course.confirm.public import PUBLIC_SEED  # imports torch: only once OUT is settled
+    """Refuse a seed that is no secret: the public seed of `make check HIDDEN=1`, and any seed
+    whose hidden cases would be drawn by a generator the public cases were drawn by."""
+    from course.grading.hidden.confirm import public_collisions  # imports torch: once OUT is settled
 
     if not 0 <= seed < 2**63:
         raise OutError(f"the seed must be an integer from 0 to 2**63 - 1, not {seed}")
-    if seed == PUBLIC_SEED:
-        raise OutError(f"the seed {seed} is the public one of `make check HIDDEN=1` (its cases and "
-                       "outputs ship with the course): choose another, or let the grader draw one")
+    public = public_collisions(seed)
+    if public:
+        named = ", ".join(public[:3]) + (f" and {len(public) - 3} more" if len(public) > 3 else "")
+        raise OutError(f"the seed {seed} is no secret: it draws the hidden cases of {named} with "
+                       "a generator that drew the public cases of `make check HIDDEN=1` (they ship "
+                       "with the course); choose another, or let the grader draw one")
 
 
 def read_seed_file(path: Path) -> int:
