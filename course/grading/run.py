@@ -35,11 +35,12 @@ from course.grading.folders import students_in
 from course.grading.names import shown
 from course.grading.outdir import OutState, check_names, check_plan, open_out, seed_digest
 from course.grading.processes import LIVE
-from course.grading.records import CheckRecord, ClassInfo, StudentRecord, load_students, save_class
+from course.grading.records import (CheckRecord, ClassInfo, StudentRecord, file_digest,
+                                    load_students, save_class, save_student)
 from course.grading.render import render_class, write_student
 from course.grading.report import fmt, write_gradebook
 from course.grading.reuse import points_toml, reused_line
-from course.grading.roster import RosterError, read_roster, store_roster
+from course.grading.roster import STORED, RosterError, read_roster, store_roster
 from course.grading.sandbox import bwrap_problem
 from course.grading.settings import Settings
 from course.grading.wanted import wanted_students
@@ -107,11 +108,21 @@ def _per_run(options: Options) -> dict:
             "per_lesson": bool(options.per_lesson)}
 
 
-def class_info(ctx: ClassContext, settings: Settings, state: OutState, options: Options) -> ClassInfo:
+def class_info(ctx: ClassContext, settings: Settings, state: OutState, options: Options,
+               folders: ClassFolders | None = None) -> ClassInfo:
+    """The class.json of this run: its plan, points and limits, and the class's identity (its
+    id, the digest of the roster OUT keeps, its student folders)."""
+    roster = state.out / STORED
+    if options.roster is not None and roster.is_file():  # stored by this run, under its lock
+        digest = file_digest(roster)
+    else:
+        digest = state.info.roster_digest if state.info is not None else ""
     return ClassInfo([lesson.number for lesson in ctx.plan], ctx.columns,
                      {c.id: c.points for c in ctx.checks.values()},
                      {**settings.to_json(), **_per_run(options)},
-                     "none (UNSAFE)" if settings.unsafe else "bubblewrap", seed_digest(state.seed))
+                     "none (UNSAFE)" if settings.unsafe else "bubblewrap", seed_digest(state.seed),
+                     state.class_id, digest,
+                     sorted(folders.names) if folders is not None else [])
 
 
 def planned_info(settings: Settings, state: OutState, options: Options) -> ClassInfo:
@@ -130,20 +141,36 @@ def planned_info(settings: Settings, state: OutState, options: Options) -> Class
 
 
 def _todo(folders: ClassFolders, state: OutState, options: Options, ctx: ClassContext) -> list[Path]:
-    """Who this run grades; notes the ones OUT already has (and whose files changed since)."""
+    """Who this run grades: the students STUDENTS= names, else those OUT has no record of, or
+    whose record is older than their submission (their files changed since: graded again)."""
     if options.students:
         return folders.chosen
     done = [p for p in folders.chosen if folders.names[p.name] in state.records]
-    if done:
-        changed = [p.name for p in done if _digest(p, ctx) !=
-                   state.records[folders.names[p.name]].submission_digest]
-        print(f"resuming: {len(done)} student(s) already graded in {state.out} are kept",
+    changed = [p for p in done if _digest(p, ctx) !=
+               state.records[folders.names[p.name]].submission_digest]
+    for path in changed:
+        print(f"{shown(path.name)}: its record is older than its submission (its files changed "
+              "since it was graded): graded again", file=sys.stderr)
+    kept = len(done) - len(changed)
+    if kept:
+        print(f"resuming: {kept} student(s) already graded in {state.out} are kept",
               file=sys.stderr)
-        if changed:
-            print(f"note: {len(changed)} of them changed since they were graded: "
-                  f"{', '.join(shown(n) for n in changed)} (regrade with STUDENTS=...)",
-                  file=sys.stderr)
-    return [p for p in folders.chosen if p not in done]
+    return [p for p in folders.chosen if p not in done or p in changed]
+
+
+def class_records(records: dict[str, StudentRecord], folders: ClassFolders,
+                  say: bool = True) -> dict[str, StudentRecord]:
+    """The records of students who have a folder in SUBMISSIONS; each other is left out, with
+    a line (a folder renamed or removed, a record put there by hand)."""
+    kept = {}
+    for name, record in records.items():
+        if folders.names.get(record.student) == name:
+            kept[name] = record
+        elif say:
+            print(f"warning: students/{name}.json left out: no folder {shown(record.student)!r} "
+                  "in SUBMISSIONS (a record of a student with no folder); it is in no file of "
+                  "the class", file=sys.stderr)
+    return kept
 
 
 def _digest(folder: Path, ctx: ClassContext) -> str | None:
@@ -251,6 +278,7 @@ def grade_class(submissions: Path, out: Path, jobs: int = 1, lessons: list[str] 
     folders = _check_first(submissions, out, settings, options)                    # 0, 1
     state = open_out(out, options.seed, options.seed_file)
     try:
+        state.records = class_records(state.records, folders)
         check_names(state, folders.names)
         check_plan(state, planned_info(settings, state, options))
         if options.roster is not None:
@@ -275,9 +303,12 @@ def _graded(folders: ClassFolders, state: OutState, root: Path, settings: Settin
     ctx = prepare(root, options.lessons, options.points_file, state.seed, settings,  # 2. prepare
                   options.fork)
     try:
-        info = class_info(ctx, settings, state, options)
+        info = class_info(ctx, settings, state, options, folders)
         check_plan(state, info)
         save_class(state.out, info)
+        if state.info is not None and not state.info.class_id:  # an earlier grader's class:
+            for record in state.records.values():  # its verified records join this class
+                save_student(state.out, record)
         todo = _todo(folders, state, options, ctx)
         for name in folders.skipped:
             print(f"skipped: {shown(name)}", file=sys.stderr)
@@ -293,7 +324,8 @@ def _graded(folders: ClassFolders, state: OutState, root: Path, settings: Settin
         try:
             records = grade_all(jobs, ctx, settings, state, info, options.jobs)   # 3. grade
         except Stopped:
-            _render(state, info, load_students(state.out), started, setup, folders, options)
+            _render(state, info, class_records(load_students(state.out), folders, say=False),
+                    started, setup, folders, options)
             raise
         _render(state, info, records, started, setup, folders, options)           # 4. render
         print(f"graded {len(todo)} submission(s) in {time.monotonic() - started:.1f} s after "
