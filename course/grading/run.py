@@ -250,9 +250,12 @@ def grade_all(jobs: list[Job], ctx: ClassContext, settings: Settings, state: Out
 def _check_first(submissions: Path, out: Path, settings: Settings,
                  options: Options) -> ClassFolders:
     """Stage 0 and 1, before OUT is touched: paths, roster, folders, the sandbox."""
+    from course.handout import release_files
+
     check_class_paths({"SUBMISSIONS": submissions, "OUT": out, "ROSTER": options.roster,
                        "SEED_FILE": options.seed_file, "STUDENTS_FILE": options.students_file})
     check_folders(submissions, out)
+    release_files(ROOT)  # a class folder committed into the course: refused before the set-up
     if options.roster is not None:
         try:
             read_roster(options.roster)
