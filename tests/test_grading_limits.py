@@ -481,6 +481,144 @@ def test_dev_is_read_only_and_shm_small(how, tmp_path, request):
                         "userns": -1}]
 
 
+KERNEL_OBJECTS = r"""
+import ctypes, json, mmap, os, platform, sys
+sys.path.insert(0, "/probe")
+libc = ctypes.CDLL(None, use_errno=True)
+numbers = json.loads(sys.argv[1])
+def call(name, *args):
+    done = libc.syscall(ctypes.c_long(numbers[name]), *[ctypes.c_long(a) for a in args])
+    return "allowed" if done >= 0 else os.strerror(ctypes.get_errno())
+def attempt(make):
+    try:
+        make()
+        return "allowed"
+    except OSError as err:
+        return err.strerror
+found = {"add_key": call("add_key", 0, 0, 0, 0, -4), "keyctl": call("keyctl", 1, 0),
+         "request_key": call("request_key", 0, 0, 0, 0), "shmget": call("shmget", 0, 4096, 0o600),
+         "msgget": call("msgget", 0, 0o600), "semget": call("semget", 0, 1, 0o600),
+         "memfd": attempt(lambda: os.memfd_create("x")),
+         "shared": attempt(lambda: mmap.mmap(-1, 4096, flags=mmap.MAP_SHARED)),
+         "private": attempt(lambda: mmap.mmap(-1, 4096, flags=mmap.MAP_PRIVATE)),
+         "zero": attempt(lambda: os.open("/dev/zero", os.O_RDWR)),
+         "keys": attempt(lambda: open("/proc/keys").read())}
+if platform.machine() == "x86_64":  # i386's add_key by int 0x80, from this 64-bit process
+    code = mmap.mmap(-1, 4096, flags=mmap.MAP_PRIVATE,
+                     prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    code.write(bytes([0xB8, 0x1E, 0x01, 0, 0, 0xCD, 0x80, 0xC3]))  # mov eax,286; int 0x80; ret
+    found["int 0x80"] = ctypes.CFUNCTYPE(ctypes.c_int)(
+        ctypes.addressof(ctypes.c_char.from_buffer(code)))()
+print(json.dumps(found), flush=True)
+"""
+
+
+@needs_bwrap
+@pytest.mark.parametrize("how", ["exec", "fork"])
+def test_a_sandbox_refuses_what_it_could_share_or_hide(how, tmp_path, request):
+    """Keys of a job slot's uid outlived its sandbox (the next student on the slot read them),
+    and System V segments, memfds and shared mappings held memory no limit counted."""
+    from course.grading import seccomp
+
+    if seccomp.program() is None:
+        pytest.skip(seccomp.problem())
+    server = request.getfixturevalue("fork_server") if how == "fork" else None
+    numbers = seccomp.ABIS[seccomp.host_machine()][1]
+    _, reports = _sandboxed(tmp_path, server, KERNEL_OBJECTS.replace(
+        "json.loads(sys.argv[1])", repr(numbers)))
+    refused = "Operation not permitted"
+    expected = {"add_key": refused, "keyctl": refused, "request_key": refused, "shmget": refused,
+                "msgget": refused, "semget": refused, "memfd": refused, "shared": refused,
+                "private": "allowed", "zero": "Permission denied", "keys": "Permission denied"}
+    if seccomp.host_machine() == "x86_64":
+        expected["int 0x80"] = -1  # -EPERM: another ABI's calls are all refused
+    assert reports == [expected]
+
+
+def test_each_sandbox_leaves_the_graders_session_keyring():
+    """A sandbox inherited the grader's session keyring (as a normal user: the user's keys)."""
+    from course.grading import seccomp
+
+    number = seccomp.keyctl_number()
+    if number is None or not os.path.exists("/proc/keys"):
+        pytest.skip("no keyrings here")
+    script = ("import ctypes, sys\nsys.path.insert(0, sys.argv[1])\n"
+              "from course.grading import seccomp\nlibc = ctypes.CDLL(None)\n"
+              f"ring = lambda: libc.syscall(ctypes.c_long({number}), ctypes.c_long(0), "
+              "ctypes.c_long(-3), ctypes.c_long(1))\n"  # KEYCTL_GET_KEYRING_ID of @s
+              "before = ring(); seccomp.new_session_keyring(); print(before, ring())\n")
+    before, after = subprocess.run([sys.executable, "-c", script, str(ROOT)], capture_output=True,
+                                   text=True, check=True).stdout.split()
+    assert int(before) > 0 and int(after) > 0 and before != after
+
+
+@needs_bwrap
+def test_the_watch_counts_a_sandboxs_files_in_memory(tmp_path, fork_server):
+    """/tmp and /dev/shm are memory (tmpfs): with the processes' own, beyond the limit together,
+    the sandbox is stopped as a memory death; under it, not."""
+    from course.grading.sandbox import Layout, Limits, Sandbox, interpreter
+
+    hoard = ("import json, sys, time\nprint(json.dumps({'start': 0}), flush=True)\n"
+             "for n in range(int(sys.argv[1]) // 50):\n"
+             "    open(f'/tmp/f{n}', 'wb').write(b'x' * (50 << 20))\n"
+             "block = bytearray(int(sys.argv[2]) << 20)\nblock[::4096] = b'y' * len(block[::4096])\n"
+             "time.sleep(15)\nprint(json.dumps({'done': 0}), flush=True)\n")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "hoard.py").write_text(hoard)
+    results = {}
+    for files, own in ((700, 0), (700, 250)):
+        box = Sandbox(Layout(tmpfs={"/tmp": 800 << 20}, ro={"/probe": tmp_path / "bin"}),
+                      server=fork_server)
+        run = supervise(lambda rest: box.start([interpreter(), "/probe/hoard.py", str(files),
+                                                str(own)], Limits(memory_mib=1000)),
+                        [0], 90.0, time.monotonic() + 120, tmp_path / f"log{own}.txt")
+        results[own] = (run.results[0], (tmp_path / f"log{own}.txt").read_text())
+    assert results[0][0].done is not None and not results[0][0].memory_limit
+    stopped, log = results[250]
+    assert stopped.memory_limit and stopped.done is None and not stopped.cpu_limit
+    assert "files in memory (/tmp, /dev/shm, ...) 7" in log, log
+
+
+@needs_bwrap
+def test_two_sandboxes_at_once_share_no_socket(tmp_path, fork_server):
+    """An abstract unix socket belongs to a network namespace: each sandbox has its own."""
+    import threading
+
+    from course.grading.sandbox import Layout, Limits, Sandbox, interpreter
+
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "listen.py").write_text(
+        "import socket, time\ns = socket.socket(socket.AF_UNIX)\ns.bind('\\0course-test')\n"
+        "s.listen()\nprint('listening', flush=True)\ntime.sleep(20)\n")
+    (tmp_path / "bin" / "connect.py").write_text(
+        "import socket\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect('\\0course-test')\n"
+        "    print('connected')\nexcept OSError as err:\n    print(err.strerror)\n")
+
+    def box():
+        return Sandbox(Layout(tmpfs={"/tmp": 8 << 20}, ro={"/probe": tmp_path / "bin"}),
+                       server=fork_server)
+
+    listener = box().start([interpreter(), "/probe/listen.py"], Limits())
+    try:
+        assert os.read(listener.out, 100) == b"listening\n"
+        said = []
+        thread = threading.Thread(target=lambda: said.append(_output(box().start(
+            [interpreter(), "/probe/connect.py"], Limits()))))
+        thread.start()
+        thread.join(120)
+        assert said == ["Connection refused\n"]
+    finally:
+        listener.close()
+
+
+def _output(proc) -> str:
+    data = b""
+    while chunk := os.read(proc.out, 1 << 16):
+        data += chunk
+    proc.close()
+    return data.decode()
+
+
 NORMAL_USER = "attention-grader-test"
 AS_USER = r'''
 import json, os, sys, threading, time
