@@ -122,7 +122,7 @@ def class_info(ctx: ClassContext, settings: Settings, state: OutState, options: 
                      {**settings.to_json(), **_per_run(options)},
                      "none (UNSAFE)" if settings.unsafe else "bubblewrap", seed_digest(state.seed),
                      state.class_id, digest,
-                     sorted(folders.names) if folders is not None else [])
+                     sorted(class_folders_known(state, folders)) if folders is not None else [])
 
 
 def planned_info(settings: Settings, state: OutState, options: Options) -> ClassInfo:
@@ -158,18 +158,30 @@ def _todo(folders: ClassFolders, state: OutState, options: Options, ctx: ClassCo
     return [p for p in folders.chosen if p not in done or p in changed]
 
 
-def class_records(records: dict[str, StudentRecord], folders: ClassFolders,
+def class_folders_known(state: OutState, folders: ClassFolders) -> set[str]:
+    """The class's student folders: SUBMISSIONS' now, and those class.json (verified) records
+    of every run before (a late student may be graded from a folder of their own). An earlier
+    grader's class.json lists none: then its records' students count as the class's."""
+    known = set(folders.names)
+    if state.info is not None:
+        known |= set(state.info.folders)
+        if not state.info.folders:
+            known |= {r.student for r in state.records.values()}
+    return known
+
+
+def class_records(records: dict[str, StudentRecord], known: set[str],
                   say: bool = True) -> dict[str, StudentRecord]:
-    """The records of students who have a folder in SUBMISSIONS; each other is left out, with
-    a line (a folder renamed or removed, a record put there by hand)."""
+    """The records of the class's students (`class_folders_known`); each other is left out,
+    with a line: a record put there by hand, or of another class's folder."""
     kept = {}
     for name, record in records.items():
-        if folders.names.get(record.student) == name:
+        if record.student in known:
             kept[name] = record
         elif say:
             print(f"warning: students/{name}.json left out: no folder {shown(record.student)!r} "
-                  "in SUBMISSIONS (a record of a student with no folder); it is in no file of "
-                  "the class", file=sys.stderr)
+                  "in SUBMISSIONS or in any run of OUT's class (a record of a student with no "
+                  "folder); it is in no file of the class", file=sys.stderr)
     return kept
 
 
@@ -255,7 +267,6 @@ def _check_first(submissions: Path, out: Path, settings: Settings,
     check_class_paths({"SUBMISSIONS": submissions, "OUT": out, "ROSTER": options.roster,
                        "SEED_FILE": options.seed_file, "STUDENTS_FILE": options.students_file})
     check_folders(submissions, out)
-    release_files(ROOT)  # a class folder committed into the course: refused before the set-up
     if options.roster is not None:
         try:
             read_roster(options.roster)
@@ -266,6 +277,7 @@ def _check_first(submissions: Path, out: Path, settings: Settings,
                                        [p.name for p in everyone])
     folders = class_folders(submissions, out, options.students, options.shard)
     _check_run(settings, options)
+    release_files(ROOT)  # a class folder committed into the course: refused before the set-up
     return folders
 
 
@@ -281,7 +293,8 @@ def grade_class(submissions: Path, out: Path, jobs: int = 1, lessons: list[str] 
     folders = _check_first(submissions, out, settings, options)                    # 0, 1
     state = open_out(out, options.seed, options.seed_file)
     try:
-        state.records = class_records(state.records, folders)
+        known = class_folders_known(state, folders)
+        state.records = class_records(state.records, known)
         check_names(state, folders.names)
         check_plan(state, planned_info(settings, state, options))
         if options.roster is not None:
@@ -327,8 +340,8 @@ def _graded(folders: ClassFolders, state: OutState, root: Path, settings: Settin
         try:
             records = grade_all(jobs, ctx, settings, state, info, options.jobs)   # 3. grade
         except Stopped:
-            _render(state, info, class_records(load_students(state.out), folders, say=False),
-                    started, setup, folders, options)
+            _render(state, info, class_records(load_students(state.out), set(info.folders),
+                                               say=False), started, setup, folders, options)
             raise
         _render(state, info, records, started, setup, folders, options)           # 4. render
         print(f"graded {len(todo)} submission(s) in {time.monotonic() - started:.1f} s after "
