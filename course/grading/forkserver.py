@@ -6,8 +6,9 @@ environment, cwd /) imports torch and nothing of the course, then waits on the s
 each request it forks a copy of itself (copy-on-write: nothing written by one copy reaches the
 server or another copy) that joins the namespaces of a bubblewrap sandbox the grader has just
 made (its mount, PID, network, IPC, UTS, cgroup and user namespaces), drops every capability,
-forks once more (to be inside the sandbox's PID namespace), sets the resource limits, and runs
-the requested script there with its argv, environment, cwd and sys.path. The server never runs
+forks once more (to be inside the sandbox's PID namespace), takes a session keyring of its own,
+installs the grader's seccomp filter (as bubblewrap does for what it starts), sets the resource
+limits, and runs the requested script there with its argv, environment, cwd and sys.path. The server never runs
 a student's code and holds nothing secret: no seed, no expected outputs, no host paths but the
 Python environment's. The first copy reports the script's exit code on a pipe of its own.
 

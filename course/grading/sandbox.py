@@ -20,6 +20,11 @@ namespace (as root, each job slot runs as an unprivileged uid of its own: course
 identity.py). What all its processes use together is watched (`Watch` in processes.py). The
 whole sandbox dies with its first process, and with the grader.
 
+No kernel object outlives a sandbox or is shared with another: besides its own namespaces (IPC
+and network among them), every process in it runs under the grader's seccomp filter (no
+keyrings, no System V IPC, no memfd, no shared anonymous memory: course/grading/seccomp.py) with
+a session keyring of its own, and finds /proc/keys, /proc/key-users and /dev/zero closed.
+
 Two ways to start the sandboxed process: `exec` (bubblewrap runs the command) and `fork` (a
 copy of the fork server, which imported torch once, enters a sandbox that bubblewrap holds
 open with a placeholder; see course/grading/forkserver.py). Both give a `Running`
