@@ -6,7 +6,8 @@ tests reach them.
 - `deep_stack`: activation scale and gradient size through a deep stack of feed-forward layers,
   plain, with residuals, with pre-norm or post-norm residuals;
 - `rnn_vs_attention`: an RNN's L sequential steps against one attention call, timed, with the
-  operation counts that explain the timings.
+  operation counts that explain the timings; `timing_verdict` says what the timings show, so the
+  lesson's text never states a result that another machine may reverse.
 
 None of this uses the student's exercises unless they are passed in, so it runs at any stage.
 """
@@ -133,3 +134,23 @@ def rnn_vs_attention(attention: Callable[[torch.Tensor], torch.Tensor], lengths,
             seconds["rnn"].append(best_seconds(lambda: rnn_loop(x), repeats))
             seconds["attention"].append(best_seconds(lambda: attention(x), repeats))
     return seconds
+
+
+def timing_verdict(lengths, rnn_seconds, attention_seconds) -> list[str]:
+    """What one run of `rnn_vs_attention` shows, read off the measurement itself: where the ratio
+    RNN time / attention time peaked, what it is at the longest length (and who is faster there),
+    and how fast each time grows with L (log-log slopes; attention's from L >= 256 on, where its
+    L² scores dominate)."""
+    from course.memory import fit_slope
+
+    ratios = [r / a for r, a in zip(rnn_seconds, attention_seconds)]
+    peak = max(range(len(ratios)), key=ratios.__getitem__)
+    last = ratios[-1]
+    winner = ("attention is faster" if last > 1 else "the RNN loop is faster" if last < 1
+              else "they take the same time")
+    long = [i for i, L in enumerate(lengths) if L >= 256] or list(range(len(lengths)))
+    attention_slope = fit_slope([lengths[i] for i in long], [attention_seconds[i] for i in long])
+    return [f"ratio RNN / attention: largest at L = {lengths[peak]} ({ratios[peak]:.2f}); at the "
+            f"longest, L = {lengths[-1]}, it is {last:.2f}: {winner} there",
+            f"slope of log time against log L: RNN {fit_slope(lengths, rnn_seconds):.2f}, "
+            f"attention for L >= {lengths[long[0]]} {attention_slope:.2f}"]

@@ -545,7 +545,7 @@ def test_records_belong_to_one_class_and_one_submission(slot_class, tmp_path):
     said = done.stderr
     assert "b_replay.json left out: it belongs to another class" in said
     assert "students/ghost.json left out: no folder 'ghost' in SUBMISSIONS or in any run" in said
-    assert "a_stash: its record is older than its submission" in said and "graded again" in said
+    assert "regrading 1 student(s) whose files changed since they were graded: a_stash" in said
     assert said.count("left out") == 2  # the class's other students are kept
     assert "roster.csv is not used: it is not the roster the grader stored" in said
     assert _rows(out) == slot_class["kernel"].EXPECTED

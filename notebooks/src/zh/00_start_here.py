@@ -14,7 +14,7 @@
 # %% en="e5c138b0f748"
 import course_setup  # noqa: F401  （把课程加入路径，打开 autoreload）
 
-# %% [markdown] en="0107ff6096a9"
+# %% [markdown] en="7673ab9ec71c"
 # ## 课程如何进行
 #
 # | 文件夹 | 里面有什么 | 你需要编辑吗？ |
@@ -26,7 +26,7 @@ import course_setup  # noqa: F401  （把课程加入路径，打开 autoreload�
 #
 # 每个练习都是 `exercises/*.py` 里的函数，函数体只会抛出 `NotImplementedError`。把抛出它的那一行换成你的代码，保存文件，再运行本课的**检查单元**。笔记本用 *autoreload* 导入你的文件，改完代码不必重启内核。
 #
-# 检查在固定输入上运行你的代码（float64、多种形状、额外的批量轴），再与参考实现比较。全部一致时，打印一行以 `PASS` 开头的结果。这一行只管这些可见用例：老师的评分程序还会用同类的隐藏输入再试一遍；提交之前，`make check HIDDEN=1` 也能让你先试一次。结果不一致时，检查照样跑完所有用例，然后告诉你：第一个出错的用例，期望和实际的形状，差异有多大，以及综合所有用例的差异得出的提示（缩放错了、float32 舍入、两个轴换了位置……）。代码抛出异常时，检查会指出*你的*代码里出错的文件和行号。
+# 检查在固定输入上运行你的代码（float64 和 float32、多种形状、额外的批量轴），再与参考实现比较。全部一致时，打印一行以 `PASS` 开头的结果。这一行只管这些可见用例：老师的评分程序还会用同类的隐藏输入再试一遍；提交之前，`make check HIDDEN=1` 也能让你先试一次。结果不一致时，检查照样跑完所有用例，然后告诉你：第一个出错的用例，期望和实际的形状，差异有多大，以及综合所有用例的差异得出的提示（缩放错了、float32 舍入、两个轴换了位置……）。代码抛出异常时，检查会指出*你的*代码里出错的文件和行号。
 #
 # 后面的练习会调用前面的练习：第 02 课的 `attention_weights` 要调用你在第 01 课写的 `scaled_scores`。如果某个练习失败，只是因为它调用的练习有错，检查会先说明这一点，显示 `BLOCKED` 而不是 `FAIL`：
 #
@@ -42,10 +42,10 @@ import course_setup  # noqa: F401  （把课程加入路径，打开 autoreload�
 #
 # <!-- zh-only: README.md -->（中文版的检查信息、提示和 `make check` 的表格都是中文，用例名也译成了中文（其中的形状和代码照原样）。`PASS`、`FAIL`、`BLOCKED`、`TODO` 和检查编号在两种语言里都不变，评分程序读的就是它们。说明比较结果的那一行也是中文，只保留标签和公式，例如 `output 形状 (1, 2) 符合预期；max |expected - got| = 0.293（容差 1e-09 + 1e-07*|expected|）`。仍是英文的只有：Python 的报错文字，以及少数几个检查的探测结果，例如 `output holds 2 NaN/inf values`。）
 
-# %% [markdown] en="826aca318975"
+# %% [markdown] en="6d8786621ce0"
 # ## 你的环境
 #
-# 课程的任何内容都不要求 GPU。能用 GPU 的单元会自动检测，没有就退回 CPU。第 03 课和第 06 课用 Graphviz 的 `dot` 画模型图；没装时，显示的是图的文本源码。
+# 课程的任何内容都不要求 GPU。能用 GPU 的单元会自动检测，没有就退回 CPU。第 03、06、07 课用 Graphviz 的 `dot` 画模型图；没装时，显示的是图的文本源码。
 
 # %% tags=["nbval-ignore-output"] en="33752fa88319"
 from course.env_report import environment_report
@@ -127,7 +127,7 @@ check_batched_dot(batched_dot)
 # | gate, gating | 门，门控 | sigmoid(linear(x))，按通道乘到注意力输出上 |
 # | sigmoid | S 型函数（sigmoid） | 1/(1+e^(−x))，取值在 0 与 1 之间 |
 # | softmax | softmax（归一化指数） | 先取指数，再除以总和 |
-# | attention sink | 注意力汇点（简称汇点） | 内容上毫无理由、却吸走大量注意力权重的词元（常常是第一个）；不要与 d2l 的注意力汇点（attention pooling）混淆 |
+# | attention sink | 注意力汇点（简称汇点） | 内容上毫无理由、却吸走大量注意力权重的词元（常常是第一个）；不要与 d2l 中的注意力汇聚（attention pooling）混淆，那是对值的加权汇总 |
 # | mutation test | 变异测试 | 故意把参考实现改坏；好的检查必须察觉 |
 #
 # ## 小结

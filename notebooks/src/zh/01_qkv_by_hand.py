@@ -53,7 +53,7 @@ print("scores  ", scores)
 print("weights ", weights)
 print("output  ", output)
 
-# %% [markdown] en="7a20cefb8e6a"
+# %% [markdown] en="e8cadb3c86da"
 # 输出偏向值 1（它的键与查询匹配），但仍保留了三分之一的值 2：权重四舍五入为 [0.67, 0.33] 时，输出是 0.67·[2, 0] + 0.33·[0, 2] = [1.34, 0.66]。没有哪本书被原样取出，而是每本都取一点，取多少看相关程度。
 
 # %% [markdown] en="e9f4aee43487"
@@ -221,7 +221,7 @@ from course.widgets.lesson01 import softmax_explorer
 
 softmax_explorer()
 
-# %% [markdown] en="c17876e05716"
+# %% [markdown] en="b9e1bf011762"
 # ## 自测
 #
 # 1. 给一行的每个分数都加上同一个数，softmax 为什么不变？
@@ -241,5 +241,5 @@ softmax_explorer()
 #
 # - 注意力用查询给每个键打分（q·k/√c），用 softmax 把分数变成权重，再返回值的加权混合。
 # - 安全的 softmax 先减去每个切片的最大值；结果在数学上完全相同。
-# - 未缩放的分数方差为 c：c 越大，softmax 越饱和，梯度越趋于消失。除以 √c 让方差保持为 1。
+# - 分量方差为 1 时，未缩放的分数方差为 c：c 越大，softmax 越饱和，梯度越趋于消失。除以 √c 让方差保持为 1。
 # - 下一课：[第 02 课，单头注意力](02_single_head.ipynb)：批量、掩码、偏置，以及带可学习投影的模块。

@@ -80,10 +80,10 @@ mask = torch.tensor([[True, True, False],
 print("fill -1e8:\n", torch.softmax(scores.masked_fill(~mask, -1e8), dim=-1))
 print("fill -inf:\n", torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1))
 
-# %% [markdown] en="392948c28739"
+# %% [markdown] en="547e4d58034d"
 # 能看到键的行，两种填入值结果一致。“失明”的那一行则不一致，而且两种结果都不好：
 #
-# - 用 −1e8 填入时，这一行的分数全都相同（−1e8），softmax **在被掩盖的键上均匀分布**：这个填充位置悄悄地对填充内容求了平均；
+# - 用 −1e8 填入时，这一行的分数全都相同（−1e8），softmax **在被掩盖的键上均匀分布**：这个什么也看不到的位置悄悄地对它本不该看的键的值求了平均；
 # - 用 −∞ 填入时，这一行得到 (−∞) − (−∞) = NaN，而一个 NaN 会扩散到之后的每一层。
 #
 # 在半精度下，用有限数填入也没有看上去那么安全：float16 存不下 −1e8。
@@ -204,7 +204,7 @@ print("input ", tuple(x.shape), "-> output", tuple(layer(x, mask=causal_mask(5))
 print("parameters:", {name: tuple(p.shape) for name, p in layer.named_parameters()})
 print("total:", sum(p.numel() for p in layer.parameters()))
 
-# %% [markdown] en="356a3c06f0c0"
+# %% [markdown] en="b511ce39ca4a"
 # c_in = 16、c = 8 时：三个 16×8 的投影（384），8×16 的输出权重（128）及其 16 个偏置，共 528 个参数。
 #
 # ## 自测
@@ -225,6 +225,6 @@ print("total:", sum(p.numel() for p in layer.parameters()))
 # ## 小结
 #
 # - `scaled_dot_product_attention` 就是：对 q kᵀ/√c 加上偏置、做掩码，沿键做 softmax，再乘以 v；前导批量轴有多少个都可以。
-# - 掩码是布尔值，True 表示可以关注。被掩盖的分数变成 −∞；看不到任何键的查询得到全零的权重（我们的选择，这里 PyTorch 的 SDPA 也一样），既不是 NaN，也不是对填充内容的悄悄平均（−1e8 的结果）。
-# - 你的函数与 PyTorch 融合实现的 `scaled_dot_product_attention` 在 float64 精度下相等。
+# - 掩码是布尔值，True 表示可以关注。被掩盖的分数变成 −∞；看不到任何键的查询得到全零的权重（我们的选择，这里 PyTorch 的 SDPA 也一样），既不是 NaN，也不是对本不该看的键悄悄求平均（−1e8 的结果）。
+# - 你的函数与 PyTorch 融合实现的 `scaled_dot_product_attention` 在 float64 下相差不到 1e-12。
 # - 下一课：[第 03 课，多头注意力](03_multi_head.ipynb)。

@@ -46,14 +46,14 @@ torch.set_printoptions(precision=4, sci_mode=False)
 #
 # 头的轴紧挨在 (L, c) 之前。第 02 课的 `scaled_dot_product_attention` 把前导轴都当作批量轴，所以不用循环，一次就能算完所有头。
 
-# %% [markdown] en="1d655598da96"
+# %% [markdown] en="36da9c7950a2"
 # ## 练习 1：拆分与合并头
 #
 # `split_heads(x, N_head)` 把 `(*, L, N_head·c)` 变成 `(*, N_head, L, c)`，**头 h 分到通道块 h·c … (h+1)·c − 1**。`merge_heads` 是它的逆运算。
 #
 # 很容易想到一行写法 `x.view(*batch, N_head, L, c)`：形状对，内容却错了。`view` 从不搬动数据，只是按新形状重新解读同一块内存。内存里先存位置 0 的所有通道，再存位置 1 的所有通道，依此类推。按 (N_head, L, c) 解读，“头 0”就成了最前面的 L·c 个数：几个完整的位置，而不是一个通道块。正确做法是先把最后一个轴看作 (N_head, c)（这些通道在内存中相邻，`view` 做得到），再用 `transpose` 把头的轴换到 L 前面。
 #
-# 用一个元素等于自身下标的张量，就能看得一清二楚：L = 4 个位置，2 个头，每头宽度为 3。第 10 个元素是位置 1 的通道 4，属于头 1。
+# 用一个元素等于自身下标的张量，就能看得一清二楚：L = 4 个位置，2 个头，每头宽度为 3。值为 10 的元素是位置 1 的通道 4，属于头 1。
 
 # %% en="9bcdce721e63"
 L, N_head, c = 4, 2, 3
@@ -147,10 +147,10 @@ out = mha.linear_o(merged)
 print("linear_o            ", tuple(out.shape), "   (B, L, c_in)")
 print(_("same as mha(x):"), torch.allclose(out, mha(x), rtol=0, atol=1e-12))
 
-# %% [markdown] en="b6b306eabc57"
+# %% [markdown] en="4d04b126990e"
 # ## 一个联合投影 = N 个独立的头
 #
-# 纸面上，每个头有自己的 W_q^h、W_k^h、W_v^h（c_in → c）。代码里却只有一个输出为 N_head·c 的 `linear_q`。两者其实是一回事：联合权重的第 h 个行块**就是** W_q^h，而 `split_heads` 恰好把这一块的输出交给头 h。一次大矩阵乘法只是比 N 次小矩阵乘法快得多。
+# 纸面上，每个头有自己的 W_q^h、W_k^h、W_v^h（c_in → c）。代码里却只有一个输出为 N_head·c 的 `linear_q`。两者其实是一回事：联合权重的第 h 个行块**就是** W_q^h，而 `split_heads` 恰好把这一块的输出交给头 h。一次大矩阵乘法在一次调用里完成 N 次小矩阵乘法的工作。
 #
 # 验证一下：构造 N_head 个独立的单头投影，把联合权重的各个行块复制进去，在 Python 循环里逐个运行这些头，拼接后比较：
 
@@ -386,8 +386,8 @@ for attn_dim in (-2, -3):
           same(forward_with_fused_attention(module, x, real), module(x, attention_mask=real)))
 
 
-# %% [markdown] en="f90899ad79ac"
-# 在这台机器上快多少？这个单元在三种尺寸下为两条路径计时（float32，单个 CPU 线程，取 5 次中最快的一次），只打印比值：绝对时间取决于你的 CPU，而在 GPU 上，长序列时的差距要大得多。教学路径把整个 (B, N_head, L, L) 分数张量存下来，还要在上面扫好几遍（缩放、掩码、最大值、指数、求和、相除）；融合内核不必这样。在 CPU 上、这么小的尺寸下，比值取决于形状、线程数以及机器上同时运行的其他程序，不一定随 L 稳定增长：单元会打印这一次是否如此。
+# %% [markdown] en="3f477b9124d0"
+# 在这台机器上快多少？这个单元在三种尺寸下为两条路径计时（float32，单个 CPU 线程，取 5 次中最快的一次），只打印比值：绝对时间取决于你的 CPU，换成 GPU 比值又会不同。教学路径把整个 (B, N_head, L, L) 分数张量存下来，还要在上面扫好几遍（缩放、掩码、最大值、指数、求和、相除）；融合内核不必这样。在 CPU 上、这么小的尺寸下，比值取决于形状、线程数以及机器上同时运行的其他程序，不一定随 L 稳定增长：单元会打印这一次是否如此。
 #
 # `best_time`（来自 `course/measure.py`）先做一次不计时的预热调用（第一次调用可能要分配内存或挑选内核），再取 5 次中最快的一次：其他程序只会让时间变长，不会变短。
 
@@ -429,7 +429,7 @@ print(_("in this run the gap"), "grew with L at every step" if grows else "did n
 # %% en="22896a5a1832"
 print("c =", 128 // 4, " parameters:", n_parameters(MultiHeadAttention(128, 128 // 4, 4)))
 
-# %% [markdown] en="53fbf2956c88"
+# %% [markdown] en="f4d6f63c1b21"
 # ## 小结
 #
 # - 多头注意力 = 到 N_head·c 个通道的联合投影，`split_heads`（把最后一个轴看作 (N_head, c)，再转置），在所有头上一次做完第 02 课的注意力，`merge_heads`，最后 `linear_o`。
@@ -437,5 +437,5 @@ print("c =", 128 // 4, " parameters:", n_parameters(MultiHeadAttention(128, 128 
 # - c = c_in / N_head 时，参数量保持 4·c_in²（输出偏置再加 c_in）：多头换来的是多样性，而不是规模。只有把每个头都加宽，参数量才乘以 N_head。
 # - 复制权重后，它与 `torch.nn.MultiheadAttention` 相等（`batch_first=True`，偏置设置对应，`key_padding_mask = ~attention_mask`）。
 # - Q/K/V 上的偏置几乎不起作用：b_k 和 b_v 被抵消或并入别处；b_q 只留下按键的先验，AlphaFold2 改用显式的注意力偏置来提供。
-# - `F.scaled_dot_product_attention` 计算同一个模块，速度更快；下一课用偏置把先验放进分数，并用 `attn_dim` 把模块转 90°。
+# - `F.scaled_dot_product_attention` 用一次融合调用计算同一个模块（计时单元给出它在你的机器上值多少）；下一课用偏置把先验放进分数，并用 `attn_dim` 把模块转 90°。
 # - 下一课：[第 04 课，偏置与广播](04_bias_broadcasting.ipynb)。

@@ -77,7 +77,7 @@ print(_("bias form == boolean mask:"), torch.allclose(by_bias, by_mask, rtol=0, 
 # %% [markdown] en="787c7be0f7bb"
 # ### ALiBi：按距离施加的固定惩罚
 #
-# ALiBi（Press 等，2022）加上 −m_h·|i − j|：键越远，分数越低。每个头的斜率 m_h 不同，所以有的头看得远，有的只看附近。它完全没有参数；头数是 2 的幂时，斜率构成等比数列 2^(−8/N_head)、2^(−16/N_head)、……（8 个头时：1/2、1/4、……、1/256）。头数不是 2 的幂时，`alibi_slopes` 沿用作者代码的做法：先取比头数小的最大 2 的幂对应的斜率，再从两倍头数的斜率中隔一个取一个（单元打印了 6 个头的情况）。ALiBi 是为因果语言模型设计的，那里只有 j ≤ i 才有意义。
+# ALiBi（Press 等，2022）加上 −m_h·|i − j|：键越远，分数越低。每个头的斜率 m_h 不同，所以有的头看得远，有的只看附近。它完全没有参数；头数是 2 的幂时，斜率构成等比数列 2^(−8/N_head)、2^(−16/N_head)、……（8 个头时：1/2、1/4、……、1/256）。头数不是 2 的幂时，`alibi_slopes` 沿用作者代码的做法：设 n 为小于头数的最大 2 的幂，先取 n 个头的斜率，其余的从 2n 个头的斜率中隔一个取一个补齐（单元打印了 6 个头的情况）。ALiBi 是为因果语言模型设计的，那里只有 j ≤ i 才有意义。
 
 # %% en="963f3072b5b2"
 from exercises.bias import alibi_bias, alibi_slopes
@@ -257,8 +257,8 @@ one_by_one = torch.stack([row_attention(m[:, s], bias=pair_bias) for s in range(
 print(_("pair bias broadcast over S == sequence by sequence:"),
       torch.allclose(with_pair_bias, one_by_one, rtol=0, atol=1e-12))
 
-# %% [markdown] en="fd4de9a0676c"
-# 为什么不干脆把 S 并进批量轴 B？因为同一批量中的元素从不交换信息，这正是“批量”的含义。MSA 中的序列却必须交换信息，而列注意力正是交换信息的地方。改变 B 不会改变任何蛋白质的预测；改变 S（输入多少条相关序列）则会。
+# %% [markdown] en="272544fda794"
+# 为什么不干脆把 S 并进批量轴 B？因为同一批量中的元素从不交换信息，这正是“批量”的含义。MSA 中的序列却必须交换信息，而列注意力正是它们直接交换信息的地方。改变 B 不会改变任何蛋白质的预测；改变 S（输入多少条相关序列）则会。
 #
 # ## 玩具 MSA：只有把所有行放在一起才看得出的耦合
 #

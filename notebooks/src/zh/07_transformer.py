@@ -1,9 +1,9 @@
-# %% [markdown] en="b5fee08208d7"
+# %% [markdown] en="8590e0f16184"
 # # 第 07 课：围绕注意力搭建的 Transformer
 #
 # **先修要求：**第 02 课和第 03 课。本课建立在你自己的 `scaled_dot_product_attention` 和 `causal_mask`（`exercises/attention.py`），以及你的 `MultiHeadAttention`、`split_heads` 和 `merge_heads`（`exercises/mha.py`）之上。
 #
-# 光有注意力还不是 Transformer。围绕着它的，是本课按原始笔记 003（本课程出发点之一的中文 Transformer 笔记）第四部分的顺序加上的各个部件：位置（注意力本身看不到词序）、归一化和残差通路（没有它们，深的堆栈训练不起来）、前馈网络，以及解码器的两种注意力（因果自注意力和对编码器的交叉注意力）。第 08 课的小型语言模型就是你在这里写的解码器块的堆叠（结构相同，模块名相同），再加上论文中的门控。
+# 光有注意力还不是 Transformer。围绕着它的，是本课从原始笔记 003（本课程出发点之一的中文 Transformer 笔记）第四部分选出并加上的各个部件：位置（注意力本身看不到词序）、归一化和残差通路（没有它们，深的堆栈训练不起来）、前馈网络，以及解码器的两种注意力（因果自注意力和对编码器的交叉注意力）。第 08 课的小型语言模型就是你在这里写的解码器块的堆叠（结构相同，模块名相同），再加上论文中的门控。
 #
 # **本课你将**
 # - 为 RNN 的 L 个串行步骤和一次注意力调用计时，并计算差距为什么随 L 变化；
@@ -59,11 +59,10 @@ for L in (16, 64, 256, 1024, 4096):
 #
 # 笔记 003 说“1000 个词元时 RNN 约 1 秒，Transformer 约 0.1 秒；GPU 利用率 10–30% 对 80–95%”。这些数字没有给出来源、硬件或模型规模，所以我们来测量。下面是一个在 Python 循环中逐步运行整条序列的 `nn.RNNCell`，对比你的 `MultiHeadAttention`（4 个宽度为 16 的头）在同一个 x (1, L, 64) 上的一次调用，都在一个 CPU 线程上。计时取决于机器以及机器上同时运行的其他程序，所以测试不比较这些输出。
 
-# %% tags=["nbval-ignore-output"] en="76d281931a51"
+# %% tags=["nbval-ignore-output"] en="1d1d9489d344"
 from tqdm.auto import tqdm
 
-from course.memory import fit_slope
-from course.transformer_demos import rnn_vs_attention
+from course.transformer_demos import rnn_vs_attention, timing_verdict
 
 threads = torch.get_num_threads()
 torch.set_num_threads(1)  # 单线程：其他程序共享 CPU 核心时计时更稳定
@@ -76,9 +75,8 @@ torch.set_num_threads(threads)
 for L, rnn_s, attention_s in zip(lengths, seconds["rnn"], seconds["attention"]):
     print(f"L = {L:>5}: RNN loop {rnn_s * 1e3:8.2f} ms   attention {attention_s * 1e3:8.2f} ms   "
           f"RNN / attention = {rnn_s / attention_s:6.2f}")
-long = [i for i, L in enumerate(lengths) if L >= 256]
-print(f"slope of log time against log L: RNN {fit_slope(lengths, seconds['rnn']):.2f}, "
-      f"attention for L >= 256 {fit_slope([lengths[i] for i in long], [seconds['attention'][i] for i in long]):.2f}")
+for line in timing_verdict(lengths, seconds["rnn"], seconds["attention"]):
+    print(line)
 
 # %% tags=["nbval-ignore-output"] en="038e5cd5b431"
 fig, (ax_time, ax_ratio) = plt.subplots(1, 2, figsize=(10, 3.4), layout="constrained")
@@ -96,8 +94,8 @@ for ax in (ax_time, ax_ratio):
     ax.minorticks_off()
 plt.show()
 
-# %% [markdown] en="498a406a42a7"
-# 从你自己的运行结果读出比值。在 CPU 上，它在短序列和中等长度序列时最大：这时 RNN 要付 L 次每一步的固定开销（一次 Python 调用，几个小矩阵乘积），注意力只付一次。随着 L 增长，注意力的 L² 分数追了上来：它的时间增长得比 L 快（一旦分数超出 CPU 缓存，双对数斜率就达到 2 或更高，如第 05 课），RNN 的则随 L 增长，于是在这里最长的几个长度上，比值降到 1 左右，甚至更低。在 GPU 上，天平进一步倒向注意力：它的 L² 计算量在一个内核里分摊到成千上万个核心上，而 RNN 的每一步都是一个让显卡大部分闲置的小内核，各步之间还不能重叠。这才是原始笔记“10–30% 对 80–95%”的真实含义；数字本身取决于显卡、尺寸和代码。留下来的是 L² 的代价：第 05 课已经在时间和内存上测量过它。
+# %% [markdown] en="6617169c7703"
+# 从你自己的运行结果读出比值：最后两行给出比值在哪个 L 最大、在最长的 L 上是多少（那里谁更快），以及两者的耗时随 L 增长得多快。有两种开销把比值往相反的方向拉。一步的固定开销（一次 Python 调用，几个小矩阵乘积）RNN 要付 L 次，注意力只付一次；注意力的分数按 L² 增长，RNN 的步数按 L 增长，分数一旦超出 CPU 缓存，开销还会更大（第 05 课）。所以比值未必停留在短序列时的水平。在 GPU 上，天平进一步倒向注意力：它的 L² 计算量在一个内核里分摊到成千上万个核心上，而 RNN 的每一步都是一个让显卡大部分闲置的小内核，各步之间还不能重叠。这才是原始笔记“10–30% 对 80–95%”的真实含义；数字本身取决于显卡、尺寸和代码。留下来的是 L² 的代价：第 05 课已经在时间和内存上测量过它。
 #
 # ## 2. 没有位置信息的注意力看不到词序
 #
@@ -165,12 +163,12 @@ fig.colorbar(image, ax=ax)
 ax.set(xlabel=_("position pos"), ylabel=_("channel"), title=_("sinusoidal encoding, d_model = 32"))
 plt.show()
 
-# %% [markdown] en="a9256564fccf"
+# %% [markdown] en="07988312ec69"
 # ### PE(pos + k) 是 PE(pos) 的一个固定旋转
 #
 # 笔记 003 把“相对位置”列为使用 sin 和 cos 的理由之一。精确的说法是：对每个偏移 k，存在一个矩阵 R_k，对所有 pos 都相同，使得 PE(pos + k) = R_k PE(pos)。每一对都是圆上的一个点 (sin a, cos a)，移动 k 个位置就让它转过角度 k ω_i，不论 a 是多少。所以 R_k 是分块对角的，每一对一个 2 × 2 的旋转，并且只取决于 k。
 #
-# 我们测量两次。第一次不用公式：用最小二乘从 (PE(pos), PE(pos + 3)) 这些对在位置 0–30 上拟合一个矩阵，再在位置 30–60 上拟合一次，把两者都与预测的分块旋转比较。（base 为 10000、d_model 又小时，最慢的几对在 60 个位置上几乎不动，数据无法确定它们的块；所以这次拟合用 base 10 和 d_model = 8，每一对都明显转动。）第二次用真实的 base：预测的 R_3 在全部 1,000 个位置上的每一个都把 PE(pos) 映射到 PE(pos + 3)。
+# 我们测量两次。第一次不用公式：用最小二乘从 (PE(pos), PE(pos + 3)) 这些对在位置 0–30 上拟合一个矩阵，再在位置 30–60 上拟合一次，把两者都与预测的分块旋转比较。（base 为 10000、d_model 又小时，最慢的几对在 60 个位置上几乎不动，数据无法确定它们的块；所以这次拟合用 base 10 和 d_model = 8，每一对都明显转动。）第二次用真实的 base：从位置 0 到 996，预测的 R_3 在每一个位置上都把 PE(pos) 映射到 PE(pos + 3)。
 
 # %% en="8acadc6514a1"
 from course.transformer_demos import offset_map, predicted_offset_map
@@ -191,7 +189,7 @@ R_3 = predicted_offset_map(16, k)
 print(_("base 10000, d_model 16: max |PE(pos + 3) - R_3 PE(pos)| over pos 0..996:"),
       below((pe[k:] - pe[:-k] @ R_3.T).abs().max().item()))
 
-# %% [markdown] en="9ac7cd683cf1"
+# %% [markdown] en="ee82034d661f"
 # 所以一个层可以用一个与所在位置无关的线性映射读出“往前 3 个位置的那个词元”，这正是偏移能够被学会的原因。原始笔记有两处说过头了。“周期性：可以处理任意长度的序列”：公式对任何 pos 都给出一个向量，但在短序列上训练的模型用它处理长得多的序列时表现很差（Press 等，2022，即 ALiBi 论文，测量过这一点）。而且在输入处一次性加上位置只是其中一种办法：接下来的 RoPE 把位置放进每一个注意力层内部。
 #
 # 加上位置之后，第 2 节的两个句子就不再互为置换了：
