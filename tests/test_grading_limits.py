@@ -9,6 +9,7 @@ import os
 import pickle
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -425,6 +426,35 @@ def as_job_slots():
         ids.configure(None)
         slots.close()
         shutil.rmtree(work, ignore_errors=True)
+
+
+@needs_bwrap
+@pytest.mark.parametrize("how", ["exec", "fork"])
+def test_a_job_slot_reaches_its_result_files_whatever_the_umask(how, request):
+    """Under a umask of 077 (an instructor's, or make collect's in the same process) the
+    folders of a student's result files were root's alone: as root, every hidden run failed to
+    start ("bubblewrap did not start its sandbox") and every honest student lost its points."""
+    from course.grading.sandbox import Layout, Limits, Sandbox, interpreter
+
+    server = request.getfixturevalue("fork_server") if how == "fork" else None
+    work = request.getfixturevalue("as_job_slots")
+    (work / "bin").mkdir()
+    (work / "bin" / "write.py").write_text("open('/results/0.pt', 'w').write('written')\n")
+    (work / "bin").chmod(0o755)
+    old = os.umask(0o077)
+    try:
+        result = work / "s0000" / "results" / "0.pt"
+        result.parent.mkdir(parents=True)
+        result.touch()
+        box = Sandbox(Layout(tmpfs={"/tmp": 8 << 20, "/results": 1 << 20},
+                             ro={"/probe": work / "bin"}, rw={"/results/0.pt": result}),
+                      server=server)
+        proc = box.start([interpreter(), "/probe/write.py"], Limits())
+        _output(proc)
+    finally:
+        os.umask(old)
+    assert proc.poll() == 0 and result.read_text() == "written"
+    assert stat.S_IMODE((work / "s0000").stat().st_mode) & 0o007 == 0  # nothing for others
 
 
 FORKS = ("import json, os, time\nforked, error = 0, None\nfor _ in range(100):\n    try:\n"

@@ -46,6 +46,7 @@ class Identity:
     uid: int
     gid: int
     bridges: tuple[tuple[str, str], ...] = ()
+    workdir: str = ""     # the run's working folder (root:SLOT_GID, 0750), where `own` reaches
 
     def source(self, path: str) -> str:
         """Where bubblewrap, running as this uid, finds the host path `path`."""
@@ -174,6 +175,7 @@ class Slots:
         self.free: queue.SimpleQueue[int] = queue.SimpleQueue()
         self.made, self.lock = 0, threading.Lock()
         self.bridges = tuple(bridges)
+        self.workdir = str(workdir)
 
     def take(self) -> int:
         """A free slot: one that a finished student gave back, else a new one."""
@@ -193,7 +195,7 @@ class Slots:
     def identity(self, slot: int) -> Identity:
         if slot >= BLOCK:
             raise OSError(f"more than {BLOCK} job slots as root")
-        return Identity(self.first + slot, SLOT_GID, self.bridges)
+        return Identity(self.first + slot, SLOT_GID, self.bridges, self.workdir)
 
 
 _RUN: Slots | None = None
@@ -233,6 +235,22 @@ def slot():
 
 
 def own(path: Path, identity: Identity | None) -> None:
-    """Hand a file the sandbox writes (a result file, a cell log) to the slot's uid."""
-    if identity is not None:
-        os.chown(path, identity.uid, identity.gid)
+    """Hand a file the sandbox writes (a result file, a cell log) to the slot's uid, and open
+    the folders on its way from the run's working folder to the slots' group (read and search,
+    nothing for others), whatever the grader's umask: with a umask of 077 (an instructor's, or
+    `make collect`'s in the same process) they were root's alone, bubblewrap could not bind the
+    file as the slot's uid, and every hidden run failed to start."""
+    if identity is None:
+        return
+    os.chown(path, identity.uid, identity.gid)
+    if not identity.workdir:
+        return
+    top = Path(identity.workdir)
+    folder = Path(path).parent
+    while folder != top and folder.is_relative_to(top):
+        info = os.stat(folder)
+        if info.st_gid != SLOT_GID:
+            os.chown(folder, -1, SLOT_GID)
+        if info.st_mode & 0o050 != 0o050:
+            os.chmod(folder, stat.S_IMODE(info.st_mode) | 0o050)
+        folder = folder.parent
