@@ -53,7 +53,8 @@ def _rms_norm(d):
 
 @hidden("07.decoder_block")
 def _decoder_block(d):
-    heads, head_dim, L, d_ff = d.int(2, 3), 2 * d.int(1, 2), d.int(2, 5), d.int(2, 8)
+    heads, L, d_ff = d.int(2, 3), d.int(2, 5), d.int(2, 8)
+    head_dim = d.pick([w for w in (2, 4) if w != heads])  # even (RoPE); never the head count
     D = heads * head_dim
     return [
         d.init("initialisation", (D, heads, d_ff)),
@@ -70,7 +71,8 @@ def _decoder_block(d):
 
 @hidden("07.cross_attention")
 def _cross_attention(d):
-    heads, head_dim, L_q, L_k = d.int(2, 3), d.int(2, 3), d.int(2, 5), d.int(2, 6)
+    heads, L_q, L_k = d.int(2, 3), d.int(2, 5), d.int(2, 6)
+    head_dim = d.pick([w for w in (2, 3, 4) if w != heads])  # a head width never the head count
     long = d.int(20, 40)
     D = heads * head_dim
     return [
