@@ -101,7 +101,7 @@ reference: $(STAMP)
 # ASSIGNMENT=, PER_LESSON=; no student code runs). STUDENTS reaches the grader through the
 # environment, whole. See docs/instructors.md.
 grade: $(STAMP)
-	@if [ -z "$(strip $(OUT))" ]; then \
+	@if [ -z "$(strip $(OUT))" ] || { [ -z "$(strip $(SUBMISSIONS))" ] && [ -z "$(strip $(POINTS)$(ROSTER)$(ASSIGNMENT)$(PER_LESSON))" ]; }; then \
 	  echo "usage: make grade SUBMISSIONS=<dir> OUT=<dir> [JOBS=n] [LESSONS=00-02] [ASSIGNMENT=title] [POINTS=file] [FULL=1] [STUDENTS=\"ada bob\"] [STUDENTS_FILE=<file>] [ONLY=<check>] [SHARD=K/N] [ROSTER=roster.csv] [PER_LESSON=1] [SEED_FILE=<file>]" >&2; \
 	  echo "   or: make grade OUT=<dir> POINTS=<file> | ROSTER=<file> | ASSIGNMENT=<title>   (a rescore from OUT's records)" >&2; exit 2; fi
 ifeq ($(strip $(SUBMISSIONS)),)
@@ -132,7 +132,7 @@ collect: $(STAMP)
 # "Re-upload submissions", Moodle's "Upload multiple feedback files in a zip", and one file per
 # student folder otherwise. SUBMISSIONS: the folder make collect made. See docs/instructors.md.
 handback: $(STAMP)
-	@if [ -z "$(strip $(OUT))" ]; then \
+	@if [ -z "$(strip $(OUT))" ] || { [ -z "$(strip $(SUBMISSIONS))" ] && [ -z "$(strip $(POINTS)$(ROSTER)$(ASSIGNMENT)$(PER_LESSON))" ]; }; then \
 	  echo "usage: make handback OUT=<dir> [SUBMISSIONS=<dir>]" >&2; exit 2; fi
 	$(BIN)/python -m course.grading handback --out "$(OUT)" $(if $(SUBMISSIONS),--submissions "$(SUBMISSIONS)")
 
