@@ -114,7 +114,8 @@ def run_key() -> str:
         except metadata.PackageNotFoundError:
             versions.append(f"{package} absent")
     settings = sorted(f"{k}={v}" for k, v in os.environ.items()
-                      if k.startswith("COURSE_") and k != "COURSE_CHECK_CACHE")
+                      if k.startswith("COURSE_") and k not in ("COURSE_CHECK_CACHE",
+                                                               "COURSE_CHECK_SERVER"))
     return digest(language(), sys.executable, sys.version, *versions, *settings)
 
 
@@ -180,8 +181,8 @@ class Cache:
         self.root = root
         self.path = path or root / "build" / "check-cache.json"
         self.enabled = os.environ.get("COURSE_CHECK_CACHE", "1") != "0"
-        self.course = course_key(root) if self.enabled else ""
-        self.run = run_key() if self.enabled else ""
+        self.course = course_key(root)
+        self.run = run_key()
         self._files: dict[str, tuple[str, set[str], bool]] = {}
         self.data = {"version": VERSION, "course": self.course, "catalog": None, "results": {}}
         if self.enabled:
@@ -193,6 +194,10 @@ class Cache:
                     and stored.get("course") == self.course:
                 self.data = stored
         self.changed = False
+
+    def server_key(self) -> str:
+        """What a warm server (course/check_server.py) must have been started with to answer."""
+        return digest(self.course, self.run, os.fspath(self.root.resolve()))
 
     # ------------------------------------------------------------------------ the checks
 

@@ -91,10 +91,19 @@ def request(argv: list[str], key: str, root: Path = ROOT) -> int | None:
     try:
         answer = json.loads(reply)
     except ValueError:  # the run died without a word (its output, if any, is on the terminal)
-        print("make check: the warm process stopped; run `make check` again "
-              "(COURSE_CHECK_SERVER=0 runs it without one)", file=sys.stderr)
+        from course.i18n import _
+        from course.progress import make_check
+
+        print(_("make check: the process that ran the checks stopped; run `{command}` again "
+                "(with COURSE_CHECK_SERVER=0 it runs the checks in a process of its "
+                "own)").format(command=make_check()), file=sys.stderr)
         return 1
     return None if answer.get("stale") else int(answer.get("code", 1))
+
+
+def stop(root: Path = ROOT) -> None:
+    """Stop the server of `root`, if one runs (a request with no key it could hold)."""
+    request([], "stop", root)
 
 
 def start(key: str, root: Path = ROOT) -> None:
@@ -137,8 +146,12 @@ def _bind(path: Path) -> socket.socket | None:
 def warm_up() -> None:
     """Import what every run needs, without computing (see the module's docstring)."""
     import torch
+    import torch.nn.functional as F
 
-    torch.ones(2, 3, device="meta").sum(dim=-1)  # imports the compiler machinery meta ops use
+    # the first operations on the meta device import PyTorch's symbolic shapes and compiler
+    # (about 800 modules); a meta tensor holds no data, so nothing is computed
+    x = torch.ones(2, 3, device="meta", dtype=torch.float64)
+    ((x * x).sum(dim=-1) + 1, x @ x.T, x.softmax(dim=-1), F.linear(x, x), x.masked_fill(x > 0, 0))
     import course.check_cache  # noqa: F401
     import course.checks.depends  # noqa: F401
     import course.checks.expected  # noqa: F401
@@ -198,17 +211,32 @@ def _serve_one(connection: socket.socket, key: str) -> bool:
             pass
         for fd in fds:
             os.close(fd)
+        start = time.monotonic()
         while True:  # until the run ends, or its caller goes (then the run goes too)
             readable, _, _ = select.select([connection], [], [], 0.5)
             if os.waitpid(child, os.WNOHANG)[0] == child:
+                print(f"ran {request['argv']} in {time.monotonic() - start:.1f} s", flush=True)
                 return True
-            if readable and not connection.recv(1):
+            if readable and not connection.recv(1):  # the caller went: answered, or interrupted
+                if _exited_within(child, 1.0):
+                    print(f"ran {request['argv']} in {time.monotonic() - start:.1f} s", flush=True)
+                    return True
                 try:
                     os.killpg(child, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
                 os.waitpid(child, 0)
+                print(f"stopped {request['argv']}: its caller went", flush=True)
                 return True
+
+
+def _exited_within(child: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if os.waitpid(child, os.WNOHANG)[0] == child:
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def serve(key: str, path: Path) -> int:
@@ -218,6 +246,7 @@ def serve(key: str, path: Path) -> int:
     inode = path.stat().st_ino
     try:
         warm_up()
+        print(f"ready: {path} (pid {os.getpid()})", flush=True)
         server.settimeout(POLL)
         last = time.monotonic()
         while time.monotonic() - last < IDLE and (ROOT / "course").is_dir():

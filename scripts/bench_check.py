@@ -5,10 +5,12 @@
 
 In a fresh handout (no solutions/), for each lesson NN: the exercises of lessons 00 to NN written
 (the reference code), the later ones untouched stubs, as a student working in order has them. One
-`make check` fills the cache; then the student edits the file of lesson NN's exercise (a line
-added) and runs `make check` again: that run is timed, wall clock and CPU seconds (best of the
-repeats, each after another edit). The same run without the cache (COURSE_CHECK_CACHE=0) is
-what `make check` cost before it remembered anything. Also timed: a run with nothing changed,
+`make check` fills the cache and starts the warm process (course/check_server.py); then the
+student edits the file of lesson NN's exercise (a line added) and runs `make check` again: that
+run is timed, wall clock and CPU seconds, the warm process's copy included (best of the repeats,
+each after another edit). Beside it, the same run with the cache alone (no warm process: the
+first `make check` of a session, or COURSE_CHECK_SERVER=0), and before either (each check run
+in a new process: COURSE_CHECK_CACHE=0), which is what `make check` cost before. Also timed: a run with nothing changed,
 and the worst case, the whole course written and lesson 01's file changed (every exercise that
 calls it runs again). Then where the time of a full run goes: the interpreter, PyTorch's import,
 collecting the checks, and each check.
@@ -60,19 +62,62 @@ def written_up_to(lesson: str, exercises: Path) -> None:
         (exercises / path.name).write_text(make_stub("".join(kept), path.name))
 
 
-def make_check(course: Path, cache: bool = True) -> tuple[float, float, str]:
-    """(wall seconds, CPU seconds, output) of one `python -m course.progress` in `course`."""
+def make_check(course: Path, cache: bool = True, warm: bool = True) -> tuple[float, float, str]:
+    """(wall seconds, CPU seconds, output) of one `make check` in `course` (python -m
+    course.progress --warm, as the Makefile runs it); cache=False: without its cache, warm=False:
+    in its own process. The CPU seconds count the warm process's copy too (its rusage is the
+    server's, not this process's: read from /proc after the run; see `server_cpu`)."""
     env = {**os.environ, "PYTHONPATH": str(course), "COURSE_CHECK_CACHE": "1" if cache else "0"}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    served_before = server_cpu(course)
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "course.progress"], cwd=course, env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-m", "course.progress"] + (["--warm"] if warm else []),
+                          cwd=course, env=env, capture_output=True, text=True, timeout=600)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-3000:])
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, done.stdout
+    deadline = time.monotonic() + 2  # until the server has reaped the copy that ran it
+    while warm and server_cpu(course) == served_before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return wall, cpu + server_cpu(course) - served_before, done.stdout
+
+
+def server_pid(course: Path) -> int | None:
+    """The warm server of `course`, if one runs."""
+    for status in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            command = status.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"course.check_server" in command and os.fsencode(course) in b" ".join(command):
+            return int(status.parent.name)
+    return None
+
+
+def server_cpu(course: Path) -> float:
+    """CPU seconds of the warm server's finished copies (its children's rusage: /proc stat's
+    cutime and cstime), 0 when none runs."""
+    pid = server_pid(course)
+    if pid is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_for_server(course: Path, timeout: float = 300) -> None:
+    """Until the warm server has warmed up (its log says `ready`)."""
+    log = course / "build" / "check-server.log"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server_pid(course) is not None and log.exists() and "ready:" in log.read_text():
+            return
+        time.sleep(0.5)
+    raise RuntimeError(f"no warm server after {timeout:.0f} s: {log}")
 
 
 def edit(path: Path, n: int) -> None:
@@ -140,23 +185,30 @@ def main(argv=None) -> int:
         for lesson in args.lessons:
             written_up_to(lesson, exercises)
             target = exercises / f"{LESSON_FILE[lesson]}.py"
-            cached, uncached = [], []
-            make_check(course)  # fills the cache
+            runs = {"warm": [], "cache only": [], "before": []}
+            make_check(course)  # fills the cache, starts the warm process
+            wait_for_server(course)
             for _ in range(args.repeat):
-                edits += 1
-                edit(target, edits)
-                cached.append(make_check(course))
-                uncached.append(make_check(course, cache=False))
-            print(f"lessons 00-{lesson} written, {target.name} changed: "
-                  f"{best(cached)} (without the cache {best(uncached)})")
+                for name, options in (("warm", {}), ("cache only", {"warm": False}),
+                                      ("before", {"warm": False, "cache": False})):
+                    edits += 1
+                    edit(target, edits)
+                    runs[name].append(make_check(course, **options))
+            print(f"lessons 00-{lesson} written, {target.name} changed: {best(runs['warm'])}; "
+                  f"cache only {best(runs['cache only'])}; before {best(runs['before'])}")
+        make_check(course)  # the cache as the files are now
         same = [make_check(course) for _ in range(args.repeat)]
         print(f"nothing changed: {best(same)}")
-        worst = []
+        worst, worst_before = [], []
         for _ in range(args.repeat):
             edits += 1
             edit(exercises / "softmax.py", edits)
             worst.append(make_check(course))
-        print(f"all written, softmax.py changed (everything that calls it runs): {best(worst)}")
+            edits += 1
+            edit(exercises / "softmax.py", edits)
+            worst_before.append(make_check(course, cache=False, warm=False))
+        print(f"all written, softmax.py changed (everything that calls it runs): {best(worst)}; "
+              f"before {best(worst_before)}")
         print("a full run, inside one process (CPU-s): " + breakdown(course))
     print(f"load average {os.getloadavg()[0]:.1f}")
     return 0
