@@ -59,7 +59,7 @@ $(STAMP): requirements.txt scripts/setup_venv.sh
 # HIDDEN=1: also the hidden-input kinds of cases on a public seed, as the grader runs them.
 # LANG=zh: in Chinese.
 check: $(STAMP)
-	$(LOCALE)$(if $(ZH),COURSE_LANG=zh_CN )$(BIN)/python -m course.progress $(if $(ONLY),--only $(ONLY)) $(if $(HIDDEN),--hidden)
+	$(LOCALE)$(if $(ZH),COURSE_LANG=zh_CN )$(BIN)/python -m course.progress --warm $(if $(ONLY),--only $(ONLY)) $(if $(HIDDEN),--hidden)
 
 # Every widget of the course on one page, served by Voilà; works before any exercise is written.
 PLAYGROUND_ARGS ?=

@@ -46,6 +46,7 @@ EXCLUDE = {"solutions", "tests", "docs", ".ci", "course/grading", "course/claims
            "course/release/README.md", "course/release/README.zh-CN.md", "scripts/bench_grade.py",
            "scripts/bench_class_page.py",
            "scripts/measure_first_messages.py", "scripts/suite_time.py", "scripts/bench_notebooks.py",
+           "scripts/bench_check.py",
            "scripts/bench_lesson09.py", "scripts/record_gpu_run09.py",  # they time the solutions'
            "Dockerfile", ".dockerignore"}
 RELEASE = ROOT / "course" / "release"  # the release's README.md and its tests (tests/)

@@ -1,13 +1,13 @@
-# %% [markdown] en="29e14ad9b457"
+# %% [markdown] en="9226fd87319f"
 # # 第 00 课：从这里开始
 #
 # **先修要求：**不需要本课程的任何前置内容；会一点 Python、看过 PyTorch 张量会有帮助。之后的每一课都建立在前面几课的练习之上，并在开头说明需要哪些。
 #
-# 本课程用 PyTorch 从零搭建注意力：手算 Q、K、V，单头、多头，注意力偏置，AlphaFold2 的全局列注意力和输出门控，最后是 2025 年的门控注意力论文：它的论断，你将在笔记本电脑的 CPU 上亲手检验。
+# 本课程用 PyTorch 从零搭建注意力：手算 Q、K、V，单头、多头，注意力偏置，AlphaFold2 的全局列注意力和输出门控，围绕注意力搭建的 Transformer，以及 2025 年的门控注意力论文：它的论断，你将在笔记本电脑的 CPU 上亲手检验。最后几课应对注意力在长序列上的代价，有两条路线：**路线一**用在线 softmax 逐块计算同样的注意力，从不保存完整的分数矩阵；**路线二**改变数学本身（线性注意力、门控状态、Nyström 地标点），并测量由此放弃了什么。
 #
 # **本课你将**
 # - 了解代码写在哪里，检查（check）又怎样告诉你代码对不对；
-# - 看看你的机器能为课程提供什么（有没有 CUDA、有没有 Graphviz）；
+# - 看看你的机器能为课程提供什么（有没有 CUDA、有没有 Graphviz、有没有中文字体）；
 # - 写出你的第一个函数，通过你的第一个检查；
 # - 认识课程的术语，中英对照。
 
@@ -42,10 +42,10 @@ import course_setup  # noqa: F401  （把课程加入路径，打开 autoreload�
 #
 # <!-- zh-only: README.md -->（中文版的检查信息、提示和 `make check` 的表格都是中文，用例名也译成了中文（其中的形状和代码照原样）。`PASS`、`FAIL`、`BLOCKED`、`TODO` 和检查编号在两种语言里都不变，评分程序读的就是它们。说明比较结果的那一行也是中文，只保留标签和公式，例如 `output 形状 (1, 2) 符合预期；max |expected - got| = 0.293（容差 1e-09 + 1e-07*|expected|）`。仍是英文的只有：Python 的报错文字，以及少数几个检查的探测结果，例如 `output holds 2 NaN/inf values`。）
 
-# %% [markdown] en="6d8786621ce0"
+# %% [markdown] en="0e53e9af370e"
 # ## 你的环境
 #
-# 课程的任何内容都不要求 GPU。能用 GPU 的单元会自动检测，没有就退回 CPU。第 03、06、07 课用 Graphviz 的 `dot` 画模型图；没装时，显示的是图的文本源码。
+# 课程的任何内容都不要求 GPU。能用 GPU 的单元会自动检测，没有就退回 CPU。第 03、06、07 课用 Graphviz 的 `dot` 画模型图；没装时，显示的是图的文本源码。图中的中文（中文版的图）需要一种带中文字符的字体；没有时显示为方框，环境报告会给出安装字体的命令。
 
 # %% tags=["nbval-ignore-output"] en="33752fa88319"
 from course.env_report import environment_report
@@ -98,7 +98,8 @@ except CheckFailed as failure:
 #
 # 打开 `exercises/warmup.py`，把 `batched_dot` 里 `raise NotImplementedError(...)` 那一行换成你的代码，保存，再运行下面的单元。这个单元导入的是**你的**函数。
 
-# %% tags=["check"] en="6cf6981c8bcd"
+# %% tags=["check"] en="5be1bf6ea903"
+from course.checks.lesson00 import check_batched_dot
 from exercises.warmup import batched_dot
 
 check_batched_dot(batched_dot)

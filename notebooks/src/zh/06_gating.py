@@ -136,8 +136,9 @@ check_gate(MultiHeadAttention)
 #
 # 检查失败时，提示会指出是哪种组合；要改的地方通常在 `_global_attention` 里，或者在门对它的处理上。
 
-# %% tags=["check"] en="e4261ff78801"
+# %% tags=["check"] en="f6e8c9c222ac"
 from course.checks.lesson06 import check_full_module
+from exercises.mha import MultiHeadAttention
 
 check_full_module(MultiHeadAttention)
 
