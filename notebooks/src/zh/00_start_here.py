@@ -42,7 +42,7 @@ import course_setup  # noqa: F401  （把课程加入路径，打开 autoreload�
 #
 # <!-- zh-only: README.md -->（中文版的检查信息、提示和 `make check` 的表格都是中文，用例名也译成了中文（其中的形状和代码照原样）。`PASS`、`FAIL`、`BLOCKED`、`TODO` 和检查编号在两种语言里都不变，评分程序读的就是它们。说明比较结果的那一行也是中文，只保留标签和公式，例如 `output 形状 (1, 2) 符合预期；max |expected - got| = 0.293（容差 1e-09 + 1e-07*|expected|）`。仍是英文的只有：Python 的报错文字，以及少数几个检查的探测结果，例如 `output holds 2 NaN/inf values`。）
 
-# %% [markdown] en="0e53e9af370e"
+# %% [markdown] en="e9a759172737"
 # ## 你的环境
 #
 # 课程的任何内容都不要求 GPU。能用 GPU 的单元会自动检测，没有就退回 CPU。第 03、06、07 课用 Graphviz 的 `dot` 画模型图；没装时，显示的是图的文本源码。图中的中文（中文版的图）需要一种带中文字符的字体；没有时显示为方框，环境报告会给出安装字体的命令。
