@@ -29,7 +29,7 @@ from .tiled import key_blocks
 
 def feature_map(x: torch.Tensor) -> torch.Tensor:
     """phi(x) = elu(x) + 1, elementwise: positive, so every weight phi(q) · phi(k) is positive
-    and the normaliser never vanishes (Katharopoulos et al. 2020, eq. 7)."""
+    and the normaliser never vanishes (Katharopoulos et al. 2020's feature map)."""
     return F.elu(x) + 1
 
 
@@ -66,9 +66,10 @@ def linear_attention_recurrent(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
     accumulation_dtype(q). Each sequence of the batch (*) has its own state, and a call without a
     state starts from zero, whatever was called before.
     """
-    # Hint: S = zeros (*, d, e) and z = zeros (*, d) in the working dtype, on q's device (new_zeros).
-    # Hint: per token: S = S + phi_k[..., t, :, None] * v[..., t, None, :]; z = z + phi_k[..., t, :];
-    # Hint: out[..., t, :] = (phi_q_t @ S) / (phi_q_t * z).sum(-1): the token's own key counts.
+    # Hint: S = zeros (*, d, e), z = zeros (*, d), out = empty (*, L, e): q.new_zeros(..., dtype=work).
+    # Hint: per token t: q_t, k_t = feature_map of q[..., t, :], k[..., t, :] (in work);
+    # Hint: S = S + k_t[..., :, None] * v_t[..., None, :]; z = z + k_t; then out[..., t, :] =
+    # Hint: (q_t @ S) / (q_t * z).sum(-1): the token's own key counts.
     raise NotImplementedError("lesson 10: write linear_attention_recurrent in exercises/linear.py")
 
 
@@ -85,8 +86,9 @@ def linear_attention_chunked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     and only then S += phi(k_r)ᵀ v_r, z += sum of phi(k_r). Never holds more than one chunk's
     weights, and a state (d, e).
     """
-    # Hint: S, z start at zero; for rows in key_blocks(L, chunk): the inter-chunk part phi_q @ S
-    # Hint: uses the state BEFORE this chunk's keys are added; then S = S + phi_kᵀ v, z = z + sum.
+    # Hint: S, z start at zero; for rows in key_blocks(L, chunk): phi of the chunk's q and k, the
+    # Hint: inter-chunk part phi(q_c) @ S with the state BEFORE this chunk's keys are added, plus
+    # Hint: the chunk's masked weights @ v_c; then S = S + phi(k_c)ᵀ v_c, z = z + its sum.
     raise NotImplementedError("lesson 10: write linear_attention_chunked in exercises/linear.py")
 
 
@@ -95,7 +97,7 @@ def linear_attention_cumsum(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -
 
     q, k: (*, L, d), v: (*, L, e); returns (*, L, e). The same output as the recurrence, but it
     holds all L states, (*, L, d, e): memory linear in L, which the recurrence and the chunked
-    form avoid (the form "as written" in Katharopoulos et al. 2020, eq. 11, taken literally).
+    form avoid (the causal sums of Katharopoulos et al. 2020, all kept at once).
     """
     work = accumulation_dtype(q)
     phi_q, phi_k, v = feature_map(q.to(work)), feature_map(k.to(work)), v.to(work)
@@ -154,12 +156,12 @@ def landmark_means(x: torch.Tensor, m: int, mask: torch.Tensor | None = None) ->
 
 def iterative_pinv(a: torch.Tensor, iterations: int = 6) -> torch.Tensor:
     """An approximate Moore-Penrose inverse of each (m, m) matrix of a (*, m, m), by the
-    iteration Nyströmformer uses (Xiong et al. 2021, eq. 16, after Razavi et al. 2014):
+    iteration Nyströmformer uses (Xiong et al. 2021, and its code's `iterative_inv`):
 
         Z_0 = aᵀ / (max column sum of |a|) (the rows of a softmax sum to 1),
         Z <- Z (13 I - a Z (15 I - a Z (7 I - a Z))) / 4,   `iterations` times.
 
-    Six iterations are the paper's; a few iterations of it behave better than an exact
+    Six iterations are its code's default; a few iterations behave better than an exact
     pseudo-inverse of a nearly singular a (the lesson measures both)."""
     eye = torch.eye(a.shape[-1], dtype=a.dtype, device=a.device)
     z = a.transpose(-2, -1) / a.abs().sum(dim=-2).amax(dim=-1)[..., None, None]
@@ -180,8 +182,9 @@ def nystrom_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, m: int,
         B = softmax(q~ kᵀ, padded keys masked) (*, m, L),
         out = F · inverse(A) · (B v)     (*, L, e), in q's dtype,
     inverse being `iterative_pinv` (the paper's) unless another is given (torch.linalg.pinv).
-    Nothing of size L x L; with m = L (one token per segment) it is softmax attention, and with
-    m = 1 every query receives softmax(mean(q) kᵀ / sqrt(c)) v: lesson 05's global attention.
+    Nothing of size L x L; with m = L (one token per segment) and an exact inverse it is softmax
+    attention, and with m = 1 every query receives softmax(mean(q) kᵀ / sqrt(c)) v: lesson 05's
+    global attention.
     Computed in accumulation_dtype(q).
     """
     # Hint: q_l, k_l = landmark_means(q, m, mask), landmark_means(k, m, mask); scale = c ** -0.5;

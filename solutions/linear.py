@@ -28,7 +28,7 @@ from .tiled import key_blocks
 
 def feature_map(x: torch.Tensor) -> torch.Tensor:
     """phi(x) = elu(x) + 1, elementwise: positive, so every weight phi(q) · phi(k) is positive
-    and the normaliser never vanishes (Katharopoulos et al. 2020, eq. 7)."""
+    and the normaliser never vanishes (Katharopoulos et al. 2020's feature map)."""
     return F.elu(x) + 1
 
 
@@ -74,22 +74,22 @@ def linear_attention_recurrent(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
     state starts from zero, whatever was called before.
     """
     # BEGIN SOLUTION lesson 10
-    # Hint: S = zeros (*, d, e) and z = zeros (*, d) in the working dtype, on q's device (new_zeros).
-    # Hint: per token: S = S + phi_k[..., t, :, None] * v[..., t, None, :]; z = z + phi_k[..., t, :];
-    # Hint: out[..., t, :] = (phi_q_t @ S) / (phi_q_t * z).sum(-1): the token's own key counts.
+    # Hint: S = zeros (*, d, e), z = zeros (*, d), out = empty (*, L, e): q.new_zeros(..., dtype=work).
+    # Hint: per token t: q_t, k_t = feature_map of q[..., t, :], k[..., t, :] (in work);
+    # Hint: S = S + k_t[..., :, None] * v_t[..., None, :]; z = z + k_t; then out[..., t, :] =
+    # Hint: (q_t @ S) / (q_t * z).sum(-1): the token's own key counts.
     work = accumulation_dtype(q)
-    phi_q, phi_k, v = feature_map(q.to(work)), feature_map(k.to(work)), v.to(work)
     batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    d, e = phi_k.shape[-1], v.shape[-1]
+    d, e = k.shape[-1], v.shape[-1]
     if state is None:
-        S, z = phi_k.new_zeros(*batch, d, e), phi_k.new_zeros(*batch, d)
+        S, z = q.new_zeros(*batch, d, e, dtype=work), q.new_zeros(*batch, d, dtype=work)
     else:
         S, z = (t.to(work) for t in state)
-    out = v.new_empty(*batch, q.shape[-2], e)
-    for t in range(q.shape[-2]):
-        S = S + phi_k[..., t, :, None] * v[..., t, None, :]  # (*, d, e): add phi(k_t) v_tᵀ
-        z = z + phi_k[..., t, :]
-        q_t = phi_q[..., t, :]
+    out = q.new_empty(*batch, q.shape[-2], e, dtype=work)
+    for t in range(q.shape[-2]):  # phi token by token: nothing of length L but the output
+        q_t, k_t = feature_map(q[..., t, :].to(work)), feature_map(k[..., t, :].to(work))
+        S = S + k_t[..., :, None] * v[..., t, None, :].to(work)  # (*, d, e): add phi(k_t) v_tᵀ
+        z = z + k_t
         out[..., t, :] = (q_t[..., None, :] @ S).squeeze(-2) / (q_t * z).sum(-1, keepdim=True)
     return out.to(q.dtype), (S, z)
     # END SOLUTION
@@ -109,16 +109,17 @@ def linear_attention_chunked(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     weights, and a state (d, e).
     """
     # BEGIN SOLUTION lesson 10
-    # Hint: S, z start at zero; for rows in key_blocks(L, chunk): the inter-chunk part phi_q @ S
-    # Hint: uses the state BEFORE this chunk's keys are added; then S = S + phi_kᵀ v, z = z + sum.
+    # Hint: S, z start at zero; for rows in key_blocks(L, chunk): phi of the chunk's q and k, the
+    # Hint: inter-chunk part phi(q_c) @ S with the state BEFORE this chunk's keys are added, plus
+    # Hint: the chunk's masked weights @ v_c; then S = S + phi(k_c)ᵀ v_c, z = z + its sum.
     work = accumulation_dtype(q)
-    phi_q, phi_k, v = feature_map(q.to(work)), feature_map(k.to(work)), v.to(work)
     batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    d, e = phi_k.shape[-1], v.shape[-1]
-    S, z = phi_k.new_zeros(*batch, d, e), phi_k.new_zeros(*batch, d, 1)
-    out = v.new_empty(*batch, q.shape[-2], e)
-    for rows in key_blocks(q.shape[-2], chunk):
-        q_c, k_c, v_c = phi_q[..., rows, :], phi_k[..., rows, :], v[..., rows, :]
+    d, e = k.shape[-1], v.shape[-1]
+    S, z = q.new_zeros(*batch, d, e, dtype=work), q.new_zeros(*batch, d, 1, dtype=work)
+    out = q.new_empty(*batch, q.shape[-2], e, dtype=work)
+    for rows in key_blocks(q.shape[-2], chunk):  # phi chunk by chunk
+        q_c, k_c = feature_map(q[..., rows, :].to(work)), feature_map(k[..., rows, :].to(work))
+        v_c = v[..., rows, :].to(work)
         weights = (q_c @ k_c.transpose(-2, -1)).tril()  # (*, chunk, chunk)
         numerator = q_c @ S + weights @ v_c
         normaliser = q_c @ z + weights.sum(dim=-1, keepdim=True)
@@ -134,7 +135,7 @@ def linear_attention_cumsum(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -
 
     q, k: (*, L, d), v: (*, L, e); returns (*, L, e). The same output as the recurrence, but it
     holds all L states, (*, L, d, e): memory linear in L, which the recurrence and the chunked
-    form avoid (the form "as written" in Katharopoulos et al. 2020, eq. 11, taken literally).
+    form avoid (the causal sums of Katharopoulos et al. 2020, all kept at once).
     """
     work = accumulation_dtype(q)
     phi_q, phi_k, v = feature_map(q.to(work)), feature_map(k.to(work)), v.to(work)
@@ -224,12 +225,12 @@ def landmark_means(x: torch.Tensor, m: int, mask: torch.Tensor | None = None) ->
 
 def iterative_pinv(a: torch.Tensor, iterations: int = 6) -> torch.Tensor:
     """An approximate Moore-Penrose inverse of each (m, m) matrix of a (*, m, m), by the
-    iteration Nyströmformer uses (Xiong et al. 2021, eq. 16, after Razavi et al. 2014):
+    iteration Nyströmformer uses (Xiong et al. 2021, and its code's `iterative_inv`):
 
         Z_0 = aᵀ / (max column sum of |a|) (the rows of a softmax sum to 1),
         Z <- Z (13 I - a Z (15 I - a Z (7 I - a Z))) / 4,   `iterations` times.
 
-    Six iterations are the paper's; a few iterations of it behave better than an exact
+    Six iterations are its code's default; a few iterations behave better than an exact
     pseudo-inverse of a nearly singular a (the lesson measures both)."""
     eye = torch.eye(a.shape[-1], dtype=a.dtype, device=a.device)
     z = a.transpose(-2, -1) / a.abs().sum(dim=-2).amax(dim=-1)[..., None, None]
@@ -250,8 +251,9 @@ def nystrom_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, m: int,
         B = softmax(q~ kᵀ, padded keys masked) (*, m, L),
         out = F · inverse(A) · (B v)     (*, L, e), in q's dtype,
     inverse being `iterative_pinv` (the paper's) unless another is given (torch.linalg.pinv).
-    Nothing of size L x L; with m = L (one token per segment) it is softmax attention, and with
-    m = 1 every query receives softmax(mean(q) kᵀ / sqrt(c)) v: lesson 05's global attention.
+    Nothing of size L x L; with m = L (one token per segment) and an exact inverse it is softmax
+    attention, and with m = 1 every query receives softmax(mean(q) kᵀ / sqrt(c)) v: lesson 05's
+    global attention.
     Computed in accumulation_dtype(q).
     """
     # BEGIN SOLUTION lesson 10

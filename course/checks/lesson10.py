@@ -25,7 +25,7 @@ EXACT = {"atol": 1e-12, "rtol": 1e-10}
 # ----------------------------------------------------------------------------------- the hints
 
 OVERFLOW_HINT = N_("in float16 the normaliser phi(q)ᵀ z, a sum over every earlier key of about "
-                   "100 per key at d = 64, passes float16's largest number (65,504) after a few "
+                   "86 per key at d = 64, passes float16's largest number (65,504) after a few "
                    "hundred tokens and becomes inf: keep the state and the normaliser in float32 "
                    "(work = accumulation_dtype(q); compute in work, return out.to(q.dtype))")
 BFLOAT16_HINT = N_("in bfloat16 a long sum loses its small terms (8 bits of precision: adding 1 "
@@ -318,9 +318,10 @@ check_linear_recurrent = Check(
                           dict(zip("qkv", _qkv((2,), 7, 3, 2, seed=1063)))),
              hint="compute with differentiable operations: new tensors S = S + ..., and the "
                   "output written into a tensor made with new_empty", **EXACT),
+        # the output only: the state, a float32 sum of 1,024 terms, is judged in the cases above
         _half_case("float16, L = 1024, d = 64: the normaliser must not overflow",
-                   lambda f: _outputs(f(*_half(torch.float16))), torch.float16, OVERFLOW_HINT),
-        _half_case("bfloat16, L = 1024, d = 64", lambda f: _outputs(f(*_half(torch.bfloat16))),
+                   lambda f: f(*_half(torch.float16))[0], torch.float16, OVERFLOW_HINT),
+        _half_case("bfloat16, L = 1024, d = 64", lambda f: f(*_half(torch.bfloat16))[0],
                    torch.bfloat16, BFLOAT16_HINT),
         float32_of(RECURRENT_BATCHED),
         meta_of(RECURRENT_BATCHED),
@@ -532,6 +533,15 @@ def _constant_decay(a: float, L: int, dtype, seed: int):
     return tuple(t.to(dtype) for t in (q, k, v, log_a))
 
 
+# c = cumsum(log_a) reaches -139 (a = 0.5, L = 200) and -105 (a = 0.9, L = 1,000), where float32's
+# spacing is 1.5e-5 and 7.6e-6: exp(c_t - c_s) carries that relative error in any log-space form
+# (a difference of cumulative sums, or Mamba-2's segsum). The reference's own float32 outputs
+# (up to 12.7 and 22.8) are off from float64 by 2.5e-5 and 7.5e-5, so two correct forms may differ
+# by twice that: the comparison allows 5e-4. A ratio of cumulative products is off by NaN, or
+# (a = 0.9) by whole decays: 1.0 where 0.9 is due.
+LOG_SPACE_FLOAT32 = {"atol": 5e-4, "rtol": 1e-4}
+
+
 def _finite(outputs) -> str | None:
     out = outputs["output"]
     bad = int((~torch.isfinite(out)).sum())
@@ -591,13 +601,13 @@ check_decayed_attention = Check(
              hint=RATIO_HINT, expect=_finite, tags=("ratio",)),
         Case("float32, a = 0.5, L = 200", lambda f: f(*_constant_decay(0.5, 200, torch.float32,
                                                                          seed=1137)),
-             hint=RATIO_HINT, tags=("ratio",)),
+             hint=RATIO_HINT, tags=("ratio",), **LOG_SPACE_FLOAT32),
         Case("a = 0.5, L = 1,100: no NaN (the product of 1,075 decays is 0 in float64)",
              lambda f: f(*_constant_decay(0.5, 1100, torch.float64, seed=1139)),
              hint=RATIO_HINT, expect=_finite, tags=("ratio", "size")),
         Case("float32, a = 0.9, L = 1,000: the decays stay decays",
              lambda f: f(*_constant_decay(0.9, 1000, torch.float32, seed=1141)),
-             hint=RATIO_HINT, tags=("ratio",)),
+             hint=RATIO_HINT, tags=("ratio",), **LOG_SPACE_FLOAT32),
         Case("no decay (a = 1): the causal mask alone",
              lambda f: f(*_decayed((2,), 7, 3, 2, seed=1143,
                                    log_a=torch.zeros(2, 7, dtype=torch.float64))()),
