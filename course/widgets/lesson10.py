@@ -120,7 +120,7 @@ def routes_explorer() -> widgets.VBox:
         "d": widgets.SelectionSlider(options=[16, 32, 64, 128], value=64,
                                      description=_("head channels d")),
         "m": widgets.SelectionSlider(options=[1, 2, 3, 4, 6, 8, 12, 16, 24, 48], value=8,
-                                     description=_("Nyström landmarks m")),
+                                     description=_("landmarks m")),
         "row": widgets.IntSlider(value=20, min=0, max=SEQUENCE - 1, description=_("query")),
         "sharpness": widgets.FloatSlider(value=1.5, min=0.25, max=4.0, step=0.25,
                                          description=_("q, k scale")),

@@ -677,9 +677,10 @@ print("decayed minus linear, per N:", {n: round(recall["decayed"]["accuracy"][st
 # (2 · L numbers per channel, the first column of the table). Linear attention keeps a state of
 # fixed size, 4 heads of 16 × 16 plus a normaliser of 16, and its accuracy falls at every step of
 # N: the more pairs there are to store, the more they blur in a state that cannot grow. The decayed
-# state keeps about as many numbers (no normaliser) and does about as well as plain linear
-# attention (the differences printed above): a decay helps a model forget, and this task asks it to forget nothing. The
-# sliding window keeps the last 16 tokens; once the asked key lies further back it has nothing to
+# state keeps about as many numbers (no normaliser) and recalls no better than plain linear
+# attention (the differences printed above): a decay helps a model forget, and this task asks it
+# to forget nothing. Both vary widely from seed to seed (the bands of the figure): four seeds give
+# the direction, not a precise figure. The sliding window keeps the last 16 tokens; once the asked key lies further back it has nothing to
 # match, and even at N = 4, where the whole sequence fits in its window and it computes exactly
 # softmax attention, it is far below softmax: trained on batches whose questions lie mostly beyond
 # its window, it had learned little in the same steps. Arora et al. 2023 ("Zoology") found the

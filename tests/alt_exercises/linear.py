@@ -14,43 +14,45 @@ def linear_attention(q, k, v, causal=True):
 
 
 def linear_attention_recurrent(q, k, v, state=None):
-    """A token loop with einsum, the outputs stacked at the end."""
+    """A token loop with einsum; the state made from the first token's product, each output
+    written into a tensor made once (nothing of length L but the output)."""
     work = accumulation_dtype(q)
-    phi_q, phi_k, v = feature_map(q.to(work)), feature_map(k.to(work)), v.to(work)
     if state is None:
-        S = torch.zeros_like(torch.einsum("...d,...e->...de", phi_k[..., 0, :], v[..., 0, :]))
-        z = torch.zeros_like(phi_k[..., 0, :] + v[..., 0, :1] * 0)
+        first = torch.einsum("...d,...e->...de", k[..., 0, :].to(work), v[..., 0, :].to(work))
+        S, z = torch.zeros_like(first), torch.zeros_like(first[..., 0])
     else:
         S, z = state[0].to(work), state[1].to(work)
-    outputs = []
+    out = torch.empty(*S.shape[:-2], q.shape[-2], v.shape[-1], dtype=work, device=q.device)
     for t in range(q.shape[-2]):
-        S = S + torch.einsum("...d,...e->...de", phi_k[..., t, :], v[..., t, :])
-        z = z + phi_k[..., t, :]
-        numerator = torch.einsum("...d,...de->...e", phi_q[..., t, :], S)
-        outputs.append(numerator / torch.einsum("...d,...d->...", phi_q[..., t, :], z)[..., None])
-    return torch.stack(outputs, dim=-2).to(q.dtype), (S, z)
+        q_t, k_t = F.elu(q[..., t, :].to(work)) + 1, F.elu(k[..., t, :].to(work)) + 1
+        S = S + torch.einsum("...d,...e->...de", k_t, v[..., t, :].to(work))
+        z = z + k_t
+        out[..., t, :] = torch.einsum("...d,...de->...e", q_t, S) / \
+            torch.einsum("...d,...d->...", q_t, z)[..., None]
+    return out.to(q.dtype), (S, z)
 
 
 def linear_attention_chunked(q, k, v, chunk=64):
-    """Chunks cut with split, einsum, the outputs concatenated, a chunk half the size asked for
-    (the result does not depend on the chunk size)."""
+    """Chunks cut with split, einsum, a chunk half the size asked for (the result does not
+    depend on the chunk size), the outputs written into a tensor made once."""
     work = accumulation_dtype(q)
-    phi_q, phi_k, v = feature_map(q.to(work)), feature_map(k.to(work)), v.to(work)
     size = max(1, chunk // 2)
-    S = torch.einsum("...td,...te->...de", phi_k[..., :0, :], v[..., :0, :])  # zeros (*, d, e)
-    z = phi_k[..., :0, :].sum(dim=-2)
-    outputs = []
-    for q_c, k_c, v_c in zip(phi_q.split(size, dim=-2), phi_k.split(size, dim=-2),
-                             v.split(size, dim=-2)):
+    S = torch.einsum("...td,...te->...de", k[..., :0, :].to(work), v[..., :0, :].to(work))
+    z = S[..., 0] * 0  # zeros (*, d)
+    out = torch.empty(*S.shape[:-2], q.shape[-2], v.shape[-1], dtype=work, device=q.device)
+    start = 0
+    for q_c, k_c, v_c in zip(q.split(size, dim=-2), k.split(size, dim=-2), v.split(size, dim=-2)):
+        q_c, k_c, v_c = F.elu(q_c.to(work)) + 1, F.elu(k_c.to(work)) + 1, v_c.to(work)
         n = q_c.shape[-2]
         causal = torch.ones(n, n, dtype=torch.bool, device=q.device).tril()
         weights = torch.einsum("...id,...jd->...ij", q_c, k_c) * causal
         numerator = torch.einsum("...id,...de->...ie", q_c, S) + weights @ v_c
         normaliser = torch.einsum("...id,...d->...i", q_c, z) + weights.sum(dim=-1)
-        outputs.append(numerator / normaliser[..., None])
+        out[..., start:start + n, :] = numerator / normaliser[..., None]
         S = S + torch.einsum("...td,...te->...de", k_c, v_c)
         z = z + k_c.sum(dim=-2)
-    return torch.cat(outputs, dim=-2).to(q.dtype)
+        start += n
+    return out.to(q.dtype)
 
 
 def decayed_recurrent(q, k, v, log_a, state=None):

@@ -7,31 +7,25 @@ from tests.mutation import Mutant
 
 LA_OUT = "    out = (weights @ v.to(work)) / weights.sum(dim=-1, keepdim=True)\n"
 LA_WORK = "    work = accumulation_dtype(q)\n    phi_q, phi_k = feature_map(q.to(work)), feature_map(k.to(work))\n"
-REC_V = ("    phi_q, phi_k, v = feature_map(q.to(work)), feature_map(k.to(work)), v.to(work)\n"
-         "    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])\n"
-         "    d, e = phi_k.shape[-1], v.shape[-1]\n"
-         "    if state is None:")
-REC_UPDATE = "        S = S + phi_k[..., t, :, None] * v[..., t, None, :]  # (*, d, e): add phi(k_t) v_tᵀ\n"
+REC_BLOCK = (
+    "    work = accumulation_dtype(q)\n"
+    "    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])\n"
+    "    d, e = k.shape[-1], v.shape[-1]\n"
+    "    if state is None:\n"
+    "        S, z = q.new_zeros(*batch, d, e, dtype=work), q.new_zeros(*batch, d, dtype=work)\n"
+    "    else:\n"
+    "        S, z = (t.to(work) for t in state)\n"
+    "    out = q.new_empty(*batch, q.shape[-2], e, dtype=work)\n"
+    "    for t in range(q.shape[-2]):  # phi token by token: nothing of length L but the output\n"
+    "        q_t, k_t = feature_map(q[..., t, :].to(work)), feature_map(k[..., t, :].to(work))\n"
+    "        S = S + k_t[..., :, None] * v[..., t, None, :].to(work)  # (*, d, e): add phi(k_t) v_tᵀ\n"
+    "        z = z + k_t\n"
+    "        out[..., t, :] = (q_t[..., None, :] @ S).squeeze(-2) / (q_t * z).sum(-1, keepdim=True)\n"
+    "    return out.to(q.dtype), (S, z)\n")
 REC_START = ("    if state is None:\n"
-             "        S, z = phi_k.new_zeros(*batch, d, e), phi_k.new_zeros(*batch, d)\n")
-REC_LOOP = ("        z = z + phi_k[..., t, :]\n"
-            "        q_t = phi_q[..., t, :]\n"
-            "        out[..., t, :] = (q_t[..., None, :] @ S).squeeze(-2) / (q_t * z).sum(-1, keepdim=True)\n")
-REC_BLOCK = ("    work = accumulation_dtype(q)\n"
-             "    phi_q, phi_k, v = feature_map(q.to(work)), feature_map(k.to(work)), v.to(work)\n"
-             "    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])\n"
-             "    d, e = phi_k.shape[-1], v.shape[-1]\n"
-             + REC_START +
-             "    else:\n"
-             "        S, z = (t.to(work) for t in state)\n"
-             "    out = v.new_empty(*batch, q.shape[-2], e)\n"
-             "    for t in range(q.shape[-2]):\n"
-             + REC_UPDATE + REC_LOOP +
-             "    return out.to(q.dtype), (S, z)\n")
-CH_V = ("    phi_q, phi_k, v = feature_map(q.to(work)), feature_map(k.to(work)), v.to(work)\n"
-        "    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])\n"
-        "    d, e = phi_k.shape[-1], v.shape[-1]\n"
-        "    S, z = phi_k.new_zeros(*batch, d, e), phi_k.new_zeros(*batch, d, 1)\n")
+             "        S, z = q.new_zeros(*batch, d, e, dtype=work), q.new_zeros(*batch, d, dtype=work)\n")
+REC_UPDATE = "        S = S + k_t[..., :, None] * v[..., t, None, :].to(work)  # (*, d, e): add phi(k_t) v_tᵀ\n"
+CH_V = "        v_c = v[..., rows, :].to(work)\n"
 CH_BODY = ("        numerator = q_c @ S + weights @ v_c\n"
            "        normaliser = q_c @ z + weights.sum(dim=-1, keepdim=True)\n"
            "        out[..., rows, :] = numerator / normaliser\n"
@@ -43,10 +37,10 @@ CH_INCLUSIVE = ("        S = S + k_c.transpose(-2, -1) @ v_c\n"
                 "        normaliser = q_c @ z + weights.sum(dim=-1, keepdim=True)\n"
                 "        out[..., rows, :] = numerator / normaliser\n")
 CH_WORK = ("    work = accumulation_dtype(q)\n"
-           "    phi_q, phi_k, v = feature_map(q.to(work)), feature_map(k.to(work)), v.to(work)\n"
            "    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])\n"
-           "    d, e = phi_k.shape[-1], v.shape[-1]\n"
-           "    S, z = phi_k.new_zeros(*batch, d, e), phi_k.new_zeros(*batch, d, 1)\n")
+           "    d, e = k.shape[-1], v.shape[-1]\n"
+           "    S, z = q.new_zeros(*batch, d, e, dtype=work), q.new_zeros(*batch, d, 1, dtype=work)\n")
+CH_LOOP = "    for rows in key_blocks(q.shape[-2], chunk):  # phi chunk by chunk\n"
 DEC_UPDATE = "        h = a_t * h + k[..., t, :, None] * v[..., t, None, :]\n"
 DEC_START = ("    h = q.new_zeros(*batch, k.shape[-1], v.shape[-1]) if state is None else "
              "state.to(work)\n")
@@ -87,14 +81,11 @@ MUTANTS = [
            "your result is float32 for float16 inputs: compute in",
            "the float32 result not cast back to the input's dtype", kind="dtype"),
     # 10.linear_recurrent
-    Mutant("10.linear_recurrent", "linear.py", REC_V,
-           "    phi_q, phi_k, v = feature_map(q.to(work)), feature_map(k.to(work)), "
-           "feature_map(v.to(work))\n"
-           "    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])\n"
-           "    d, e = phi_k.shape[-1], v.shape[-1]\n"
-           "    if state is None:", VALUES, "phi applied to the values"),
     Mutant("10.linear_recurrent", "linear.py", REC_UPDATE,
-           '        S = S + torch.einsum("...d,...e->de", phi_k[..., t, :], v[..., t, :])\n',
+           "        S = S + k_t[..., :, None] * feature_map(v[..., t, None, :].to(work))\n",
+           VALUES, "phi applied to the values"),
+    Mutant("10.linear_recurrent", "linear.py", REC_UPDATE,
+           '        S = S + torch.einsum("...d,...e->de", k_t, v[..., t, :].to(work))\n',
            RESET, "the state summed over the batch: one state shared by every sequence"),
     Mutant("10.linear_recurrent", "linear.py", REC_BLOCK,
            REC_BLOCK.replace(REC_START,
@@ -103,8 +94,8 @@ MUTANTS = [
                              "kept[0].shape == (*batch, d, e):\n"
                              "        S, z = kept\n"
                              "    elif state is None:\n"
-                             "        S, z = phi_k.new_zeros(*batch, d, e), "
-                             "phi_k.new_zeros(*batch, d)\n")
+                             "        S, z = q.new_zeros(*batch, d, e, dtype=work), "
+                             "q.new_zeros(*batch, d, dtype=work)\n")
            .replace("    return out.to(q.dtype), (S, z)\n",
                     "    linear_attention_recurrent.kept = (S, z)\n"
                     "    return out.to(q.dtype), (S, z)\n"),
@@ -113,22 +104,18 @@ MUTANTS = [
            REC_BLOCK.replace(REC_START,
                              "    if state is None:\n"
                              "        S, z = _STATES.get((batch, d, e)) or "
-                             "(phi_k.new_zeros(*batch, d, e), phi_k.new_zeros(*batch, d))\n")
+                             "(q.new_zeros(*batch, d, e, dtype=work), "
+                             "q.new_zeros(*batch, d, dtype=work))\n")
            .replace("    return out.to(q.dtype), (S, z)\n",
                     "    _STATES[(batch, d, e)] = (S, z)\n    return out.to(q.dtype), (S, z)\n")
            .replace("    work = accumulation_dtype(q)\n", "    global _STATES\n"
                     "    _STATES = globals().get('_STATES', {})\n    work = accumulation_dtype(q)\n"),
            RESET, "a cache of states by shape, never reset"),
     Mutant("10.linear_recurrent", "linear.py", "        S, z = (t.to(work) for t in state)\n",
-           "        S, z = phi_k.new_zeros(*batch, d, e), phi_k.new_zeros(*batch, d)\n",
+           "        S, z = q.new_zeros(*batch, d, e, dtype=work), q.new_zeros(*batch, d, dtype=work)\n",
            "a state passed in must be continued", "a state passed in is ignored"),
-    Mutant("10.linear_recurrent", "linear.py",
-           "    work = accumulation_dtype(q)\n    phi_q, phi_k, v = feature_map(q.to(work)), "
-           "feature_map(k.to(work)), v.to(work)\n    batch = torch.broadcast_shapes(q.shape[:-2], "
-           "k.shape[:-2], v.shape[:-2])\n    d, e = phi_k.shape[-1], v.shape[-1]\n    if state",
-           "    work = q.dtype\n    phi_q, phi_k, v = feature_map(q.to(work)), "
-           "feature_map(k.to(work)), v.to(work)\n    batch = torch.broadcast_shapes(q.shape[:-2], "
-           "k.shape[:-2], v.shape[:-2])\n    d, e = phi_k.shape[-1], v.shape[-1]\n    if state",
+    Mutant("10.linear_recurrent", "linear.py", REC_BLOCK,
+           REC_BLOCK.replace("    work = accumulation_dtype(q)\n", "    work = q.dtype\n"),
            OVERFLOW, "float16 inputs computed in float16: the normaliser overflows"),
     Mutant("10.linear_recurrent", "linear.py", REC_START,
            "    if state is None:\n"
@@ -142,15 +129,11 @@ MUTANTS = [
            "        weights = (q_c @ k_c.transpose(-2, -1)).tril()  # (*, chunk, chunk)\n",
            "        weights = (q_c @ k_c.transpose(-2, -1)).tril(diagonal=-1)\n",
            "inside a chunk, query i sees its own key", "the diagonal left out inside a chunk"),
-    Mutant("10.linear_chunked", "linear.py", "    for rows in key_blocks(q.shape[-2], chunk):\n",
+    Mutant("10.linear_chunked", "linear.py", CH_LOOP,
            "    for rows in [slice(s, s + chunk) for s in range(0, q.shape[-2] - chunk + 1, chunk)]:\n",
            "the last chunk may be shorter", "the last, shorter chunk left out"),
     Mutant("10.linear_chunked", "linear.py", CH_V,
-           "    phi_q, phi_k, v = feature_map(q.to(work)), feature_map(k.to(work)), "
-           "feature_map(v.to(work))\n"
-           "    batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])\n"
-           "    d, e = phi_k.shape[-1], v.shape[-1]\n"
-           "    S, z = phi_k.new_zeros(*batch, d, e), phi_k.new_zeros(*batch, d, 1)\n",
+           "        v_c = feature_map(v[..., rows, :].to(work))\n",
            VALUES, "phi applied to the values"),
     Mutant("10.linear_chunked", "linear.py", CH_WORK, CH_WORK.replace(
         "    work = accumulation_dtype(q)\n", "    work = q.dtype\n"),
@@ -224,16 +207,15 @@ MUTANTS = [
 # Bugs that change no value on the CPU, only memory: the check's profiler probe sees them, the
 # hidden cases (outputs and gradients on other CPU inputs) cannot.
 VISIBLE_ONLY = [
-    Mutant("10.linear_chunked", "linear.py", "    for rows in key_blocks(q.shape[-2], chunk):\n",
+    Mutant("10.linear_chunked", "linear.py", CH_LOOP,
            "    for rows in key_blocks(q.shape[-2], q.shape[-2]):\n",
            "times one", "the chunk size ignored: one chunk of the whole sequence"),
 ]
 
-
 # the hint line each message must hold, whole (as the learner reads it)
 VALUES_LINE = 'hint: phi applies to the queries and the keys only: the values enter as they are (a negative value must be able to come out negative)'
 NORMALISER_LINE = 'hint: the normaliser of query i is the sum of ITS row of weights, over the keys (weights.sum(dim=-1, keepdim=True)): summed over the queries (dim=-2) the weights of a row no longer add up to 1'
-OVERFLOW_LINE = "hint: in float16 the normaliser phi(q)ᵀ z, a sum over every earlier key of about 100 per key at d = 64, passes float16's largest number (65,504) after a few hundred tokens and becomes inf: keep the state and the normaliser in float32 (work = accumulation_dtype(q); compute in work, return out.to(q.dtype))"
+OVERFLOW_LINE = "hint: in float16 the normaliser phi(q)ᵀ z, a sum over every earlier key of about 86 per key at d = 64, passes float16's largest number (65,504) after a few hundred tokens and becomes inf: keep the state and the normaliser in float32 (work = accumulation_dtype(q); compute in work, return out.to(q.dtype))"
 CAUSAL_LINE = 'hint: with causal=True query i sees keys j <= i only: weights.tril() (its own key included) before both the product with v and the normaliser'
 CAST_BACK_LINE = "hint: your result is float32 for float16 inputs: compute in accumulation_dtype(q) (float32 here), then return the output cast back to the input's dtype (out.to(q.dtype))"
 RESET_LINE = "hint: a state that is not reset between sequences: each sequence of the batch needs its own state (*, d, e) (keep the batch axes in every product: an einsum '...d,...e->de' sums over them), and a call without a state starts from zeros, whatever an earlier call left (no state kept on the function or the module)"

@@ -65,11 +65,14 @@ def _linear_attention(d):
 @hidden("10.linear_recurrent")
 def _linear_recurrent(d):
     B, c, e, L = d.int(1, 3), d.int(2, 6), d.int(2, 5), d.int(5, 12)
-    batched = d.call("batch axes", *_qkv(d, (B, d.int(1, 3)), L, c, e))
+    batch = (B, d.int(1, 3))
+    batched = d.call("batch axes", *_qkv(d, batch, L, c, e))
     state = (d.randn(B, c, e), d.randn(B, c).abs() + 1.0)  # a state from an earlier call
     return [
         d.call("one sequence", *_qkv(d, (1,), L, c, e)),
         batched,
+        # the cases run one after another: a state kept from the last call would show here
+        d.call("another call of the same shapes", *_qkv(d, batch, L, c, e)),
         d.call("a state carried in", *_qkv(d, (B,), L, c, e), state=state),
         d.call("negative values", *_qkv(d, (B,), L, c, e)[:2], -1.0 - d.randn(B, L, e).abs()),
         d.call("large entries", *_qkv(d, (B,), L, c, e, scale=30.0)),
@@ -117,6 +120,7 @@ def _decayed_recurrent(d):
         d.call("one token", *_qkv(d, (1,), 1, c, e), _log_a(d, (1,), 1)),
         d.call("one sequence", *_qkv(d, (1,), L, c, e), _log_a(d, (1,), L)),
         batched,
+        d.call("another call of the same shapes", *_qkv(d, batch, L, c, e), _log_a(d, batch, L)),
         d.call("a state carried in", *_qkv(d, (B,), L, c, e), _log_a(d, (B,), L),
                state=d.randn(B, c, e)),
         d.call("no decay", *_qkv(d, (B,), L, c, e), torch.zeros(B, L, dtype=torch.float64)),
