@@ -67,8 +67,11 @@ def _as_outputs(result) -> dict:
         items = {"output": result}
     elif isinstance(result, dict):
         items = {f"output[{k}]": v for k, v in result.items()}
-    elif isinstance(result, (tuple, list)):
-        items = {f"output[{i}]": v for i, v in enumerate(result)}
+    elif isinstance(result, (tuple, list)):  # a nested pair, (out, (S, z)), by its indices
+        items = {f"output[{i}][{j}]" if isinstance(v, (tuple, list)) else f"output[{i}]":
+                 w if isinstance(v, (tuple, list)) else v
+                 for i, v in enumerate(result)
+                 for j, w in (enumerate(v) if isinstance(v, (tuple, list)) else [(0, v)])}
     elif result is None:
         raise TypeError("returned None (is a `return` statement missing?)")
     else:

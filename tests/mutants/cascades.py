@@ -121,4 +121,11 @@ CASCADES = [
         'your tiled_attention calls your tiled_attention_forward, which fails 09.tiled_forward: fix that first.',
         'On its own, your tiled_attention is right: with the reference tiled_attention_forward in place of yours, all 12 cases pass.',
     ), 'the forward forgets to rescale its output accumulator'),
+    # lesson 10: Nyström attention calls the landmark means
+    Cascade('10.nystrom', (('linear.py', "    member = (segment[..., None, :] == ids[:, None]) & mask[..., None, :]  # (*, m, L)",
+                            "    member = segment[..., None, :] == ids[:, None]  # (*, m, L)"),), (
+        'BLOCKED 10.nystrom by 10.landmarks:',
+        'your nystrom_attention calls your landmark_means, which fails 10.landmarks: fix that first.',
+        'On its own, your nystrom_attention is right: with the reference landmark_means in place of yours, all 10 cases pass.',
+    ), 'landmarks averaged over padding'),
 ]
