@@ -325,3 +325,15 @@ def test_flex_attention_eager_equals_the_tiles():
         log=lambda line: None)
     for name, entry in record["settings"].items():
         assert entry["max |flex - tiles|"] < 1e-6 * entry["max |flex|"], name
+
+
+def test_a_bias_row_of_minus_inf_is_where_lesson_02_differs():
+    """A query whose scores are all -inf after the bias (no mask) sees no key: the tiles give it
+    zeros and lse -inf; lesson 02's rule keys on the mask, and its softmax of the row is NaN."""
+    q, k, v = (torch.randn(1, 4, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(i))
+               for i in range(3))
+    bias = torch.zeros(4, 4, dtype=torch.float64)
+    bias[1] = -math.inf
+    out, lse = tiled_attention_forward(q, k, v, bias, None, 2, 2)
+    assert out[0, 1].abs().max() == 0 and lse[0, 1] == -math.inf
+    assert torch.isnan(scaled_dot_product_attention(q, k, v, bias=bias)[0, 1]).all()
