@@ -156,6 +156,11 @@ MUTANTS = [
            "dk[..., cols, :] = d_scores.transpose(-2, -1) @ q_tile * scale",
            "dk is wrong and dq and dv are right",
            "dk overwritten by each query tile instead of accumulated", kind="gradients"),
+    Mutant("09.tiled_backward", "tiled.py", "p = torch.exp(scores - lse[..., rows, :])",
+           "p = torch.exp(scores) / torch.exp(lse[..., rows, :])",
+           "with scores near -1000, exp(scores) alone underflows to 0",
+           "P as exp(scores) / exp(lse): 0 / 0 where every score is far below zero",
+           kind="large scores"),
     Mutant("09.tiled_backward", "tiled.py", "None if dbias is None else dbias.to(bias.dtype)", "None",
            "returned None for the gradient of bias", "no gradient returned for the bias",
            kind="gradients"),
@@ -229,6 +234,10 @@ MUTANTS += [
 
 # the whole lines each message holds (its problem line and its hint line), by mutant id
 EXACT = {
+    '09.tiled_backward: P as exp(scores) / exp(lse): 0 / 0 where every score is far below zero': (
+        'dq shape (2, 5, 4) as expected, but it holds 40 NaN where the reference has numbers',
+        "hint: P = exp(scores - lse) with the forward's lse: with scores near -1000, exp(scores) alone underflows to 0",
+    ),
     '09.online_softmax: the sum is not rescaled when a block raises the max': (
         'output shape (3, 6) as expected; max |expected - got| = 0.5 (tolerance 1e-09 + 1e-07*|expected|)',
         "hint: when a block raises a row's maximum from m to m_new, the sum so far was computed against m: l = l * exp(m - m_new) + exp(block - m_new).sum(-1), and m = m_new carried to the next block",
