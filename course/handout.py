@@ -48,6 +48,7 @@ EXCLUDE = {"solutions", "tests", "docs", ".ci", "course/grading", "course/claims
            "scripts/measure_first_messages.py", "scripts/suite_time.py", "scripts/bench_notebooks.py",
            "scripts/bench_check.py",
            "scripts/bench_lesson09.py", "scripts/record_gpu_run09.py",  # they time the solutions'
+           "scripts/record_flex09.py",
            "Dockerfile", ".dockerignore"}
 RELEASE = ROOT / "course" / "release"  # the release's README.md and its tests (tests/)
 RELEASE_TESTS = "course/release/tests"  # what the release's `make test` (pytest) runs

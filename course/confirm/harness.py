@@ -151,7 +151,9 @@ def run_case(impl, case: dict) -> dict:
       "init": torch.manual_seed(case["torch_seed"]), build the module (no state), return its
           state ("state <name>"): how the module initialises its parameters.
     case["dtype"] ("float32", ...): floating arguments and the module's parameters in that dtype
-    (the outputs' dtype is then part of the answer). case["device"] ("meta"): arguments and
+    (the outputs' dtype is then part of the answer). case["backward_peak_below"] (bytes, with
+    "grad"): also PEAK, whether forward and backward together held fewer bytes above the inputs
+    than that (CPU profiler), where a lesson promises memory (lesson 09's tiles). case["device"] ("meta"): arguments and
     module on that device, where tensors have no values; the one output says whether every
     result is on it (a tensor made on a fixed device inside the code raises or lands elsewhere).
     Every other call also returns "inputs modified": one bool per tensor argument.
@@ -185,6 +187,9 @@ def run_case(impl, case: dict) -> dict:
             outputs = _as_outputs(call(*args, **kwargs))
     else:
         outputs = _with_gradients(call, args, kwargs, module, case.get("loss_seed", 0))
+        if case.get("backward_peak_below") is not None:
+            peak = _training_peak(call, _clone(args), _clone(kwargs))
+            outputs[PEAK] = torch.tensor(peak < int(case["backward_peak_below"]))
     outputs["inputs modified"] = torch.tensor(
         [not torch.equal(b, t.detach()) for b, t in zip(before, inputs)], dtype=torch.bool)
     return outputs
@@ -215,6 +220,35 @@ def _with_gradients(call, args, kwargs, module, loss_seed) -> dict:
     for _, t in leaves:
         t.requires_grad_(False)
     return outputs
+
+
+PEAK = "forward and backward held less than the limit"
+
+
+def _training_peak(call, args, kwargs) -> int:
+    """Peak bytes above the inputs of call(*args, **kwargs) and its backward (gradient of the
+    output's sum), from the CPU profiler's allocation events, replayed in order."""
+    from torch.profiler import ProfilerActivity, profile
+
+    for t in _tensors([args, kwargs], []):
+        if t.is_floating_point():
+            t.requires_grad_(True)
+
+    def run():
+        with torch.enable_grad():
+            out = call(*args, **kwargs)
+            out.backward(torch.ones_like(out))
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        run()
+    cpu = torch.autograd.DeviceType.CPU
+    events = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
+                    if e.name() == "[memory]" and e.device_type() == cpu)
+    current = peak = 0
+    for _, nbytes in events:
+        current += nbytes
+        peak = max(peak, current)
+    return peak
 
 
 class _Nothing:
