@@ -20,7 +20,7 @@ from typing import Callable
 import torch
 
 from course import ROOT
-from course.tiled_memory import predict_call, measure_call
+from course.lessons.lesson09.memory import predict_call, measure_call
 
 NOTEBOOK_09 = ROOT / "notebooks" / "09_tiled_attention.ipynb"
 

@@ -273,7 +273,7 @@ for name in memory_forms:  # how your forms grow: it depends on how they are wri
 # `meta`, the same bytes at any L: the cumsum form at the sizes of a real head,
 
 # %%
-from course.tiled_memory import predict_call
+from course.lessons.lesson09.memory import predict_call
 
 L, d = 8192, 64
 states_bytes = L * d * d * 8
