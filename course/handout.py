@@ -44,7 +44,8 @@ from course.workspace import SKIP
 # and what only the grader uses (its benchmark, its container image)
 EXCLUDE = {"solutions", "tests", "docs", ".ci", "course/grading", "course/release/README.md",
            "course/release/README.zh-CN.md", "scripts/bench_grade.py",
-           "scripts/measure_first_messages.py", "scripts/suite_time.py", "scripts/bench_notebooks.py",
+           "scripts/measure_first_messages.py", "scripts/bug_sets",  # its bugs: the answers
+           "scripts/suite_time.py", "scripts/bench_notebooks.py",
            "scripts/bench_lesson09.py", "scripts/record_gpu_run09.py",  # they time the solutions'
            "Dockerfile", ".dockerignore"}
 RELEASE = ROOT / "course" / "release"  # the release's README.md and its tests (tests/)
