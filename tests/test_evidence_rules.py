@@ -72,4 +72,4 @@ def test_randomness_is_named_before_the_causal_probe():
     text = message("07.decoder_block", "transformer.py", "return h + self.ffn(self.norm_ffn(h))",
                    "return h + torch.nn.functional.dropout(self.ffn(self.norm_ffn(h)), p=0.1)")
     assert "random" in line(text, "hint:") and "causal" not in line(text, "hint:"), text
-    assert "twice, in training and in eval mode" in text.splitlines()[0], text
+    assert ", called twice" in text.splitlines()[0], text

@@ -22,9 +22,10 @@ them into the case a bug of that kind fails:
 - `gradients_of(call, inputs)`: the output and the gradients of (output * w).sum(), w fixed, with
   respect to every floating input (course/checks/inputs.py with_gradients), for a function; a
   module's cases call `with_gradients` themselves.
-- `deterministic_of(case)`: the same case run twice in training mode and twice in eval mode
-  (module.train() / .eval()), each run from another state of torch's random generator (the
-  learner's own state is restored after): every pair must agree. A module that draws random
+- `deterministic_of(case)`: the same case run twice in training mode (module.train(), as every
+  case runs) from two states of torch's random generator (the learner's own state is restored
+  after): the two must agree; when they do not, twice more in eval mode, to say whether the
+  randomness stays there too. A module that draws random
   numbers (a dropout left on, torch.rand in forward) fails it with a hint that says so, before
   any other case's difference is read as a broken mask or a wrong formula (hints.py shows it
   first: the randomness explains every other difference).
@@ -164,29 +165,37 @@ def gradients_of(call, inputs: dict[str, torch.Tensor], seed: int = 0):
 
 
 def deterministic_of(case: Case) -> Case:
-    """The same case twice in training mode and twice in eval mode, from different random
-    states: a probe that the exercise draws no random numbers (a dropout left on)."""
+    """The same case twice in training mode (and, when the two differ, twice in eval mode), from
+    different random states: a probe that the exercise draws no random numbers (a dropout left
+    on)."""
     if case.expect is not None:
         raise ValueError(f"'{case.name}' is a probe: derive the determinism probe from a "
                          "compared case")
     base_run = case.run
 
     def run(impl):
-        from course.checks.outputs import as_outputs
-
-        found = {}
-        for mode in ("training", "eval"):
-            for attempt in (1, 2):
-                with torch.random.fork_rng(devices=[]):  # the learner's generator untouched
-                    torch.manual_seed(attempt)
-                    outputs = as_outputs(base_run(_in_mode(impl, mode == "training")))
-                found.update({f"{mode} {attempt}: {k}": v for k, v in outputs.items()
-                              if not k.startswith("param ")})
+        found = _twice(base_run, impl, "training")
+        if not same_each_time(found):
+            found.update(_twice(base_run, impl, "eval"))  # only to say which mode: see above
         return found
-    return dataclasses.replace(case, name=f"{case.name}, {N_('twice, in training and in eval mode')}",
+    return dataclasses.replace(case, name=f"{case.name}, {N_('called twice')}",
                                run=run, variant=Variant(), expect=same_each_time,
                                hint=RANDOM_HINT, shape_hint=None, diagnose=None, accept=None,
                                tags=case.tags + ("random",))
+
+
+def _twice(base_run, impl, mode: str) -> dict:
+    """The case run twice in one mode, from two random states: {"<mode> <n>: <key>": tensor}."""
+    from course.checks.outputs import as_outputs
+
+    found = {}
+    for attempt in (1, 2):
+        with torch.random.fork_rng(devices=[]):  # the learner's generator untouched
+            torch.manual_seed(attempt)
+            outputs = as_outputs(base_run(_in_mode(impl, mode == "training")))
+        found.update({f"{mode} {attempt}: {k}": v for k, v in outputs.items()
+                      if not k.startswith("param ")})
+    return found
 
 
 def _in_mode(impl, training: bool):

@@ -37,7 +37,7 @@ KINDS = {
     "size": "a case tagged `size` whose inputs are larger than any other case's (and >= 20)",
     "large scores": "scores with a row whose max is >= 710 (exp overflows) and a row whose "
                     "every entry is <= -746 (exp underflows to 0)",
-    "determinism": "the same input twice, in training and in eval mode: the same output",
+    "determinism": "the same input twice (a module in training mode): the same output",
     "q != k": "a case with a different number of queries and keys",
 }
 

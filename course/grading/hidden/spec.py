@@ -122,8 +122,8 @@ class Draw:
         return {**case, "name": f"{case['name']}, on the meta device", "device": "meta"}
 
     def repeat(self, case: dict) -> dict:
-        """`case` twice in training and twice in eval mode, from other random states: the
-        same output each time (no dropout left on; course/checks/kinds.py deterministic_of)."""
+        """`case` twice, from other random states: the same output each time (no dropout left
+        on; course/checks/kinds.py deterministic_of)."""
         return {**case, "name": f"{case['name']}, twice", "repeat": True}
 
     def init(self, name: str, init_args=(), init_kwargs=None) -> dict:
