@@ -45,7 +45,8 @@ from course.workspace import SKIP
 EXCLUDE = {"solutions", "tests", "docs", ".ci", "course/grading", "course/claims",  # reads docs/
            "course/release/README.md", "course/release/README.zh-CN.md", "scripts/bench_grade.py",
            "scripts/bench_class_page.py",
-           "scripts/measure_first_messages.py", "scripts/suite_time.py", "scripts/bench_notebooks.py",
+           "scripts/measure_first_messages.py", "scripts/bug_sets",  # its bugs: the answers
+           "scripts/suite_time.py", "scripts/bench_notebooks.py",
            "scripts/bench_check.py",
            "scripts/bench_lesson09.py", "scripts/record_gpu_run09.py",  # they time the solutions'
            "scripts/record_flex09.py",

@@ -133,6 +133,37 @@ def _on_device(call, args, kwargs) -> dict:
     return {ON_DEVICE: torch.tensor(bool(found) and all(t.device.type == "meta" for t in found))}
 
 
+REPEATED = "the same output each time"
+
+
+def _repeated(call, module, args, kwargs) -> dict:
+    """A case run twice (a module in training mode, as every case runs), each from another state
+    of torch's random generator: whether the two agree (no dropout left on)."""
+    if module is not None:
+        module.train(True)
+    runs = []
+    for seed in (1, 2):
+        with torch.random.fork_rng(devices=[]), torch.no_grad():
+            torch.manual_seed(seed)
+            runs.append(_as_outputs(call(*_clone(args), **_clone(kwargs))))
+    return {REPEATED: torch.tensor(_identical(runs[0], runs[1]))}
+
+
+def _identical(a: dict, b: dict) -> bool:
+    if a.keys() != b.keys():
+        return False
+    for key, x in a.items():
+        y = b[key]
+        if x.shape != y.shape or x.dtype != y.dtype:
+            return False
+        if x.dtype.is_floating_point:
+            if not bool(((x == y) | (torch.isnan(x) & torch.isnan(y))).all()):
+                return False
+        elif not torch.equal(x, y):
+            return False
+    return True
+
+
 def _loss_weights(shape, seed, dtype):
     generator = torch.Generator().manual_seed(int(seed))
     return torch.randn(tuple(shape), generator=generator, dtype=torch.float64).to(dtype)
@@ -150,6 +181,8 @@ def run_case(impl, case: dict) -> dict:
           parameter ("grad param <name>").
       "init": torch.manual_seed(case["torch_seed"]), build the module (no state), return its
           state ("state <name>"): how the module initialises its parameters.
+    case["repeat"]: the call twice (from other random states); the one output says whether the
+    two agree.
     case["dtype"] ("float32", ...): floating arguments and the module's parameters in that dtype
     (the outputs' dtype is then part of the answer). case["backward_peak_below"] (bytes, with
     "grad"): also PEAK, whether forward and backward together held fewer bytes above the inputs
@@ -181,6 +214,8 @@ def run_case(impl, case: dict) -> dict:
         call = impl
     if device is not None:
         return _on_device(call, args, kwargs)
+    if case.get("repeat"):
+        return _repeated(call, module, args, kwargs)
     before = [t.clone() for t in inputs]
     if not grad:
         with torch.no_grad():

@@ -202,7 +202,7 @@ for name in memory_forms:  # how your forms grow: it depends on how they are wri
 # %% [markdown] en="94d23c297bbd"
 # 除去每种形式都要写的输出，循环形式在每个长度上占用的字节都一样：它的状态和一个词元的临时量。分块形式在 L 跨过两块之后就不再增长（一块的权重加上状态）。累积和形式随 L 翻倍：它保存了每一个前缀状态。二次形式的增长趋向 4 倍，即它的 L × L 权重。在 `meta` 上由形状预测，任何 L 都一样算：取真实头的尺寸，累积和形式是
 
-# %% en="a90c70c0ad52"
+# %% en="a2ca177cdb1e"
 from course.lessons.lesson09.memory import predict_call
 
 L, d = 8192, 64
