@@ -102,7 +102,7 @@ for dtype, tolerance in [(torch.float64, 1e-12), (torch.float32, 1e-6)]:
             "{result}").format(dtype=str(dtype), tolerance=tolerance, ok=gap < tolerance,
                                result=online_softmax(x, 2).dtype))
 
-# %% [markdown] en="eb00b281bbdb"
+# %% [markdown] en="bf728ef6d9f6"
 # ## 3. 分块：前向传播
 #
 # 注意力对所有查询行同时套用这个办法。把查询切成每块 `block_q` 行，把键（和值）切成每块 `block_k` 个：每一对（查询块，键块）就是分数矩阵的一块（tile），共 (block_q, block_k) 个数。对每个查询块，依次走过各个键块，为每个查询维护：
@@ -124,7 +124,7 @@ for dtype, tolerance in [(torch.float64, 1e-12), (torch.float32, 1e-6)]:
 #
 # ## 练习 2：`tiled_attention_forward`
 #
-# 在 `exercises/tiled.py` 中写出 `tiled_attention_forward(q, k, v, bias=None, mask=None, block_q=64, block_k=64)`：q 为 (*, q, c)，k 为 (*, k, c)，v 为 (*, k, c_v)，前导轴可以广播；返回 `(out, lse)`：out 为 (*, q, c_v)，dtype 与 q 相同，等于第 02 课的注意力；lse 为 (*, q)，dtype 为 `accumulator_dtype(q.dtype)`。每一块都调用你第 01 课的 `scaled_scores`。q 和 k 的长度可以不同，也都不必是块大小的整数倍。每个查询块的结果写进同一个输出张量中对应的那些行（用第一块结果的 `new_empty` 创建这个张量，dtype 和设备都会保持一致）。检查还会用 profiler 测量你的前向传播：它占用的内存必须远小于一个 q × k 的分数张量。
+# 在 `exercises/tiled.py` 中写出 `tiled_attention_forward(q, k, v, bias=None, mask=None, block_q=64, block_k=64)`：q 为 (*, q, c)，k 为 (*, k, c)，v 为 (*, k, c_v)，前导轴可以广播；返回 `(out, lse)`：out 为 (*, q, c_v)，dtype 与 q 相同，等于第 02 课的注意力；lse 为 (*, q)，dtype 为 `accumulator_dtype(q.dtype)`。每一块都调用你第 01 课的 `scaled_scores`。q 和 k 的长度可以不同，也都不必是块大小的整数倍。每个查询块的结果写进同一个输出张量中对应的那些行（用第一块结果的 `new_empty` 创建这个张量，dtype 和设备都会保持一致）。检查还会用 profiler 测量你的前向传播：它占用的内存必须不到一个 q × k 分数张量的一半。
 
 # %% tags=["check"] en="c5f6a6ba5d0e"
 from course.checks.lesson09 import check_tiled_forward
@@ -473,12 +473,12 @@ print("\n".join(speed.table(sweep)))
 print()
 print("\n".join(speed.describe(sweep, live=RECORD_SWEEP)))
 
-# %% [markdown] en="07f9117ee80c"
+# %% [markdown] en="85575f34fc0d"
 # 这张表就是 FlashAttention 论点的缩影。块太小会吃亏：不论一块多大，它都要付同样十几次操作调用的开销，块大小为 16 时，付这笔开销的次数是块大小为 256 时的 256 倍。朴素注意力的分数张量一旦超出缓存，每个分数的耗时就跳升；分数装得进缓存的块，则基本保持自己的每分数耗时。GPU 上 FlashAttention 的块大小也由同样的取舍决定：B_c = ⌈M / 4d⌉，让块装进 SRAM（FlashAttention 的算法 1），FlashAttention-2 的内核取 64 或 128。纯 PyTorch 给不了你的分块实现的，正是融合内核快的原因：它把一块从分数到输出都留在寄存器或片上内存里，没有操作调用，也没有 Python 循环。所以 SDPA 比你的分块快，快多少上面已经打印出来；在 GPU 上，FlashAttention 尽管在反向传播中重新计算，仍然比朴素注意力快（FlashAttention §4.3：序列长度在 2K 以内时最多快 3 倍）。
 #
 # ## 9. 精度：用 float32 累加器的 bfloat16 分块
 #
-# 在 GPU 上，注意力以 bfloat16 或 float16 运行，内核中用 float32 累加。本课的例子：形状为 (1, 4, 1024, 64) 的 q、k、v 先以 float64 生成，再舍入为 bfloat16，块大小 64。每个结果都与未舍入输入的 float64 注意力比较：你的分块（float32 累加器）；同样的分块循环，全部在 bfloat16 中计算（`course/lessons/lesson09/precision.py`）；bfloat16 下的朴素注意力和 SDPA；以及任何 bfloat16 计算都无法超越的两个结果：舍入后输入的精确注意力，以及把它再舍入为 bfloat16 的结果。
+# 在 GPU 上，注意力以 bfloat16 或 float16 运行，内核中用 float32 累加。本课的例子：形状为 (1, 4, 1024, 64) 的 q、k、v 先以 float64 生成，再舍入为 bfloat16，块大小 64。每个结果都与未舍入输入的 float64 注意力比较：你的分块（float32 累加器）；同样的分块循环，全部在 bfloat16 中计算（`course/lessons/lesson09/precision.py`）；bfloat16 下的朴素注意力和 SDPA；以及两个参照值：舍入后输入的精确注意力，以及把它再舍入为 bfloat16 的结果（只剩输入和输出的舍入时的误差）。
 
 # %% tags=["nbval-ignore-output"] en="80360bd69112"
 from course.lessons.lesson09 import precision
@@ -488,17 +488,17 @@ for name, error in errors.items():
     if name != "output dtype":
         print(_("{name:38} max |x - float64| = {error:.2e}").format(name=_(name), error=error))
 
-# %% en="9e3f3afeca98"
+# %% en="8974371109ae"
 best = errors["exact, of the rounded inputs, rounded"]
 print(_("your bfloat16 tiles: output {dtype}; within 2.5e-3 of float64: {close}; within 10 % of "
-        "the best a bfloat16 output can be: {best}").format(
+        "the exact result of the rounded inputs, rounded: {best}").format(
     dtype=errors["output dtype"], close=errors["tiles, float32 accumulators"] < 2.5e-3,
     best=errors["tiles, float32 accumulators"] < 1.1 * best))
 print(_("tiles accumulating in bfloat16 are x{ratio:.1f} further from float64").format(
     ratio=errors["tiles, bfloat16 accumulators"] / errors["tiles, float32 accumulators"]))
 
-# %% [markdown] en="6ad958806120"
-# 用 float32 累加器，你的分块就达到了 bfloat16 输出所能达到的最好结果：剩下的只有输入的舍入和输出自身的舍入。在 bfloat16 中累加的分块，一路上要多损失好几倍，16 个键块每一块都损失一点。
+# %% [markdown] en="f58197a57a20"
+# 用 float32 累加器，你的分块就落在这个参照值上：剩下的几乎只有输入的舍入和输出自身的舍入。它不是严格的下限（它是许多元素上的最大值：别的 bfloat16 计算可能落在它的两侧一点）。在 bfloat16 中累加的分块，一路上要多损失好几倍，16 个键块每一块都损失一点。
 #
 # ## 10. AlphaFold 带 pair bias 的行注意力，S = 5,120
 #
@@ -551,15 +551,16 @@ for capacity in (24, 40, 80):
     print(f"{capacity:>4} GB {solve_need(naive_curve, capacity * GB):>17,} {longest:>17,} "
           f"{longest ** 2 * 128 * 4 / GB:>11.1f} GB")
 
-# %% [markdown] en="007606dbf8af"
+# %% [markdown] en="c31476ff8e60"
 # R = 300 时，朴素行注意力推理一层约需 31 GB（两个 14.7 GB 的分数张量会短暂同时存在，第 05 课讲过原因）：24 GB 显卡放不下，40 GB 和 80 GB 放得下。训练时，在这一层反向传播期间，它要保留 14.7 GB 的权重（AlphaFold2 和 OpenFold 在每个块的反向传播中重新计算该块的激活，所以各层的权重不会同时堆积）。换成分块，同一层只保留不到 0.5 GB，*这一层注意力核心*能放下的最长蛋白质从几百个残基增加到几千个。但模型不只是这个核心：单是 pair 表征 z (R, R, 128) 用 float32 存放，到了这样的长度就超出了显卡（最后一列），而作用于它的三角运算是 O(R³) 的：pair 堆栈是 AlphaFold 的下一堵墙，OpenFold 的分段计算和显存卸载就用在那里。
 #
 # 分块的数字是这份实现的数字：每一块的每个 PyTorch 操作都同时作用于全部 S · H 个切片，所以一个块张量就有上面打印的那么大，而且同时存活的不止一个。融合内核把块留在 SRAM 和寄存器里，按线程块分别处理，需要的大约只是输入、输出和 lse。两者都要做两次 S · H · R² · c 次乘加。
 #
 # ### OpenFold 的低内存注意力
 #
-# OpenFold 是 AlphaFold2 的开源重新实现，这种注意力它有三条路：
+# OpenFold 是 AlphaFold2 的开源重新实现，对这一层，它在 PyTorch 的标准写法之外还有四种选择：
 #
+# - **它自己的 CUDA softmax**（`use_memory_efficient_kernel`，即 `openfold/utils/kernel/` 中的 `attention_core`）：算出整个分数张量，再原地做 softmax，所以只存一个分数张量而不是两个，并有反向传播；它省掉的是一份拷贝，而不是平方级的内存。
 # - **DeepSpeed 的 Evoformer 内核**（`DS4Sci_EvoformerAttention`，配合 `use_deepspeed_evo_attention` 使用）：一个融合的 CUDA 内核，接受掩码偏置和 pair bias，并返回 pair bias 的梯度，训练和推理都能用：它做的正是你的 `TiledAttention` 所做的，只不过是用 CUDA 写的。
 # - **FlashAttention**（`use_flash`）：接受掩码，不接受 pair bias。
 # - **`_lma`**，在 `openfold/model/primitives.py` 中（“低内存注意力”，仿照 Rabe 和 Staats 2021），设置 `use_lma` 时使用，OpenFold 的文档把它列为推理设置。
@@ -679,8 +680,8 @@ else:
     print(_("No CUDA GPU here, and no GPU run of this lesson is recorded yet "
             "(data/lesson09/gpu_runs.json holds none)."))
 
-# %% [markdown] en="053df783bec2"
-# 本课还没有记录任何 GPU 运行。在显卡上可以预期：朴素注意力在 L × L 的分数（乘以头数，并且短暂地有两份）超过显卡容量时耗尽内存；SDPA 的内核和你的分块都按线性增长，停下来是因为时间，而不是内存；SDPA 比你的分块快得多，原因见第 8 节。
+# %% [markdown] en="37114371a8b3"
+# 本课还没有记录任何 GPU 运行，所以它没有打印自己在 GPU 上测得的时间。在显卡上，表格对每种方法和模式打印它达到的最大 L、在该 L 上的峰值和时间，以及停下的原因（内存耗尽，或时间预算用完）；图中用 x 标出某种方法内存耗尽的位置。SDPA 和你的分块的时间，请在这张表里对比。朴素注意力的峰值包含 L × L 的分数乘以头数，并且短暂地有两份（第 05 课），随 L 平方增长；SDPA 的内核和你的分块保留的是输出和 logsumexp。
 #
 # ## 自测题
 #
@@ -701,7 +702,7 @@ else:
 # 4. q、k、v、偏置和掩码（都是输入，本来就在内存里），输出 (S, H, R, c)，以及 logsumexp (S, H, R)：每个查询只多一个数，而不是 (S, H, R, R) 的权重。
 # 5. Σₖ Pᵢₖ dPᵢₖ = Σₖ Pᵢₖ (dOᵢ · vₖ) = dOᵢ · (Σₖ Pᵢₖ vₖ) = dOᵢ · Oᵢ。前者需要 P 的一整行；dOᵢ · Oᵢ 一点都不需要，所以在循环各块之前，每个查询算一次即可。
 # 6. 训练：autograd 会为反向传播保留每一段的权重，合计 (R, H, S, S)，而分块只保留输出和 logsumexp。另外，一条长序列（单个切片）根本无法按切片分段；分块却能在切片内部切开。
-# 7. 在 GPU 上，注意力的开销主要在于让 L × L 的矩阵经过慢速的 HBM，而融合内核从不这样做；在张量核心上多算一次 q kᵀ，代价比写出再读回 L² 个数低（第 6 节）。在 CPU 上，当朴素实现的分数张量超出缓存，而块又大到每块的操作调用开销不再占主导时，你的分块就比朴素注意力快：第 8 节的表给出了在测量它的那台机器上，这发生在哪里。
+# 7. 在 GPU 上，注意力的开销主要在于让 L × L 的矩阵经过慢速的 HBM，而融合内核从不这样做；在张量核心上多算一次 q kᵀ，代价比写出再读回 L² 个数低（第 6 节）。在 CPU 上，第 8 节的扫描会打印答案，它由测量那台机器上的表算出（“所以最好的分块在 L = … 时比朴素注意力快……”）；你的分块占优的地方，是朴素实现的分数张量超出缓存、而块又大到每块的操作调用开销不再占主导之处。
 # 8. 共 64 个查询块，第 b 块需要第 0 … b 个键块：64 · 65 / 2 = 2,080 块，总共 4,096 块；其中只有对角线上的 64 块需要掩码。
 #
 # </details>
@@ -714,5 +715,5 @@ else:
 # - 因果注意力跳过对角线以上的块，只对对角线上的块施加掩码：约算一半的分数。
 # - 重新计算的代价是多算一次 q kᵀ（一步训练相当于 3.5 次前向传播，而不是 3 次），省下的是写出并读回 L² 个数：在 GPU 上，前者的代价低得多。
 # - 内存由形状预测、由 profiler 证实：朴素（以及分段）注意力按 L² 增长，分块按线性增长。时间则取决于机器：纯 PyTorch 的分块每块都要付操作调用的开销，在朴素实现的分数超出缓存之处才占优（扫描给出了位置）；融合内核（SDPA、FlexAttention、FlashAttention）两方面都占优。
-# - OpenFold 的 `_lma` 换了一种切法（先拆分再合并、段很大、没有自己的反向传播、用 −10⁹ 偏置表示掩码），在 AlphaFold 的行注意力上与你的分块结果相等；它能训练的那条路是 DeepSpeed 的 Evoformer 内核。
+# - OpenFold 的 `_lma` 换了一种切法（先拆分再合并、段很大、没有自己的反向传播、用 −10⁹ 偏置表示掩码），在 AlphaFold 的行注意力上与你的分块结果相等；它用于训练的低内存路线是 DeepSpeed 的 Evoformer 内核。
 # - 路线二（滑动窗口）可以与路线一结合：跳过带外的块。
