@@ -161,3 +161,58 @@ def test_a_class_graded_from_the_chinese_handout_gets_the_english_gradebook(tmp_
     assert rows["none-en"]["total"] == "0"
     assert 0 < float(rows["half-en"]["total"]) < float(rows["done-en"]["total"])
     assert rows["bug-en"]["00.batched_dot"] == "0" and rows["bug-en"]["01.stable_softmax"] == "1"
+
+
+def quick_start(readme: Path) -> list[str]:
+    """The commands of a README's quick start (its first ```bash block), comments left out."""
+    block = re.search(r"```bash\n(.*?)```", readme.read_text(), re.S)[1]
+    return [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
+
+
+def progress(folder: Path, *args: str) -> str:
+    """What `make check LANG=zh` prints in `folder` (the command it runs, in this Python)."""
+    done = subprocess.run([sys.executable, "-m", "course.progress", *args], cwd=folder,
+                          env={**os.environ, "PYTHONPATH": str(folder), "COURSE_LANG": "zh_CN",
+                               "LANG": "C.UTF-8"},
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return done.stdout
+
+
+def test_the_chinese_readme_quick_start_leads_to_a_first_pass_in_chinese(tmp_path):
+    """README.zh-CN.md's quick start, followed: clone, `make handout OUT=... LANG=zh`, go there,
+    `make lab LANG=zh` (the Chinese lesson 00) and `make check LANG=zh`; the exercise files say
+    what they want in Chinese, and lesson 00's warm-up, once written, is the first PASS, reported
+    in Chinese."""
+    commands = quick_start(ROOT / "README.zh-CN.md")
+    assert commands[0].startswith("git clone ") and commands[0].endswith("&& cd attention-course")
+    handout = re.fullmatch(r"make handout OUT=(\S+) LANG=zh", commands[1])
+    assert handout, commands
+    assert commands[2] == f"cd {handout[1]}" and commands[3:] == ["make lab LANG=zh", "make check LANG=zh"]
+
+    clone = tmp_path / "attention-course"
+    clone.mkdir()
+    out = (clone / handout[1]).resolve()  # beside the clone, as the README has it
+    done = subprocess.run(["make", "--no-print-directory", "handout", f"OUT={out}", "LANG=zh"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    warmup = out / "exercises" / "warmup.py"
+    assert HAN.search(warmup.read_text()) and 'NotImplementedError("第 00 课：' in warmup.read_text()
+    assert not (out / "solutions").exists()
+
+    def dry(*args: str) -> str:
+        made = subprocess.run(["make", "-n", "--no-print-directory", *args], cwd=out,
+                              capture_output=True, text=True, timeout=60)
+        assert made.returncode == 0, made.stderr
+        return made.stdout.strip().splitlines()[-1]
+    assert dry("lab", "LANG=zh").endswith("notebooks/zh/00_start_here.ipynb")
+    assert "COURSE_LANG=zh_CN" in dry("lab", "LANG=zh")
+    assert dry("check", "LANG=zh").endswith("COURSE_LANG=zh_CN .venv/bin/python -m course.progress")
+
+    before = progress(out, "--only", "00.batched_dot")
+    assert "TODO" in before and "00.batched_dot" in before and HAN.search(before), before
+    solved = generate(partly_solved(tmp_path / "work", {"00"}), lang="zh")["warmup.py"]
+    warmup.write_text(solved)  # the student writes the warm-up
+    after = progress(out, "--only", "00.batched_dot")
+    assert re.search(r"^PASS +00\.batched_dot", after, re.M), after
+    assert re.search(r"个练习中 1 个通过", after), after

@@ -14,28 +14,6 @@
 # - 用你自己的模块组装一个 pre-norm 解码器块和交叉注意力，并画出这个块；
 # - 看到词嵌入表只学习一个批量用到的那些行。
 
-# %% en="e5c138b0f748"
-import course_setup  # noqa: F401  （把课程加入路径，打开 autoreload）
-
-# %% en="ebfa496b1af8"
-import math
-
-import matplotlib.pyplot as plt
-import torch
-from torch import nn
-
-from course.i18n import _  # 图的标题和坐标轴标签使用笔记本的语言
-from exercises.attention import causal_mask, scaled_dot_product_attention
-from exercises.mha import MultiHeadAttention, merge_heads, split_heads
-
-torch.set_printoptions(precision=4, sci_mode=False)
-
-
-def below(value: float, limit: float = 1e-12) -> str:
-    """Differences at rounding level differ between machines: print only that they are tiny."""
-    return f"< {limit:g}" if value < limit else f"{value:.3g}"
-
-
 # %% [markdown] en="41572a44c870"
 # ## 1. 为什么注意力取代了 RNN
 #
@@ -43,58 +21,10 @@ def below(value: float, limit: float = 1e-12) -> str:
 #
 # 代价是计算量。对宽度 d = 64（一个头；`course/transformer_demos.py` 中的 `operation_counts`）统计乘加次数：
 
-# %% en="7d4ef1c8d4d4"
-from course.transformer_demos import operation_counts
-
-print(f"{'L':>6} {'RNN steps':>10} {'RNN mult-adds':>14} {'attn steps':>11} "
-      f"{'attn mult-adds':>15} {'score entries':>14}")
-for L in (16, 64, 256, 1024, 4096):
-    counts = operation_counts(L, d=64)
-    print(f"{L:>6} {counts['rnn sequential steps']:>10,} {counts['rnn multiply-adds']:>14,} "
-          f"{counts['attention sequential steps']:>11} {counts['attention multiply-adds']:>15,} "
-          f"{counts['score entries']:>14,}")
-
 # %% [markdown] en="34f76c89f1ef"
 # RNN 的计算量随 L 增长，注意力的随 L² 增长（L × L 的分数）。在表中的每个长度上，注意力做的算术都*多于* RNN（光是它的四个投影，开销就是 RNN 两个矩阵的两倍），而且差距随 L 扩大。它赢的地方，赢在它的算术是一次大的并行调用，而不是 L 次相互依赖的小调用。那么实际上它快多少？
 #
 # 笔记 003 说“1000 个词元时 RNN 约 1 秒，Transformer 约 0.1 秒；GPU 利用率 10–30% 对 80–95%”。这些数字没有给出来源、硬件或模型规模，所以我们来测量。下面是一个在 Python 循环中逐步运行整条序列的 `nn.RNNCell`，对比你的 `MultiHeadAttention`（4 个宽度为 16 的头）在同一个 x (1, L, 64) 上的一次调用，都在一个 CPU 线程上。计时取决于机器以及机器上同时运行的其他程序，所以测试不比较这些输出。
-
-# %% tags=["nbval-ignore-output"] en="76d281931a51"
-from tqdm.auto import tqdm
-
-from course.memory import fit_slope
-from course.transformer_demos import rnn_vs_attention
-
-threads = torch.get_num_threads()
-torch.set_num_threads(1)  # 单线程：其他程序共享 CPU 核心时计时更稳定
-torch.manual_seed(0)
-attention_module = MultiHeadAttention(64, 16, 4)
-lengths = [16, 32, 64, 128, 256, 512, 768]
-seconds = rnn_vs_attention(attention_module, lengths, d=64,
-                           progress=lambda ls: tqdm(ls, desc="timing RNN vs attention"))
-torch.set_num_threads(threads)
-for L, rnn_s, attention_s in zip(lengths, seconds["rnn"], seconds["attention"]):
-    print(f"L = {L:>5}: RNN loop {rnn_s * 1e3:8.2f} ms   attention {attention_s * 1e3:8.2f} ms   "
-          f"RNN / attention = {rnn_s / attention_s:6.2f}")
-long = [i for i, L in enumerate(lengths) if L >= 256]
-print(f"slope of log time against log L: RNN {fit_slope(lengths, seconds['rnn']):.2f}, "
-      f"attention for L >= 256 {fit_slope([lengths[i] for i in long], [seconds['attention'][i] for i in long]):.2f}")
-
-# %% tags=["nbval-ignore-output"] en="038e5cd5b431"
-fig, (ax_time, ax_ratio) = plt.subplots(1, 2, figsize=(10, 3.4), layout="constrained")
-ax_time.loglog(lengths, seconds["rnn"], "o-", label=_("RNN: L sequential steps"))
-ax_time.loglog(lengths, seconds["attention"], "s-", label=_("attention: one call"))
-ax_time.set(xlabel=_("sequence length L"), ylabel=_("seconds (best of 3)"), title=_("time per sequence"))
-ax_time.legend()
-ax_ratio.semilogx(lengths, [r / a for r, a in zip(seconds["rnn"], seconds["attention"])], "o-",
-                  color="tab:purple")
-ax_ratio.axhline(1, color="grey", lw=0.8, ls="--")
-ax_ratio.set(xlabel=_("sequence length L"), ylabel=_("RNN time / attention time"),
-             title=_("how many times faster attention is"))
-for ax in (ax_time, ax_ratio):
-    ax.set_xticks(lengths, [str(L) for L in lengths])
-    ax.minorticks_off()
-plt.show()
 
 # %% [markdown] en="498a406a42a7"
 # 从你自己的运行结果读出比值。在 CPU 上，它在短序列和中等长度序列时最大：这时 RNN 要付 L 次每一步的固定开销（一次 Python 调用，几个小矩阵乘积），注意力只付一次。随着 L 增长，注意力的 L² 分数追了上来：它的时间增长得比 L 快（一旦分数超出 CPU 缓存，双对数斜率就达到 2 或更高，如第 05 课），RNN 的则随 L 增长，于是在这里最长的几个长度上，比值降到 1 左右，甚至更低。在 GPU 上，天平进一步倒向注意力：它的 L² 计算量在一个内核里分摊到成千上万个核心上，而 RNN 的每一步都是一个让显卡大部分闲置的小内核，各步之间还不能重叠。这才是原始笔记“10–30% 对 80–95%”的真实含义；数字本身取决于显卡、尺寸和代码。留下来的是 L² 的代价：第 05 课已经在时间和内存上测量过它。
@@ -103,39 +33,10 @@ plt.show()
 #
 # 把“我爱吃苹果”的五个字当作词元，给每个字一个嵌入，然后运行你的 `MultiHeadAttention`。再对“苹果吃爱我”做同样的事：同样的词元，顺序是第一个句子的 3、4、2、1、0。
 
-# %% en="1a631ac4bfa6"
-sentence = list("我爱吃苹果")
-vocabulary = {char: i for i, char in enumerate(sorted(set("我爱吃苹果今天气很好")))}
-order = [3, 4, 2, 1, 0]
-shuffled = [sentence[i] for i in order]
-print("".join(sentence), "->", "".join(shuffled))
-
-torch.manual_seed(1)
-embedding = nn.Embedding(len(vocabulary), 8).double()
-attention = MultiHeadAttention(8, 4, 2).double()
-with torch.no_grad():
-    x_first = embedding(torch.tensor([vocabulary[c] for c in sentence]))  # (5, 8)
-    x_second = embedding(torch.tensor([vocabulary[c] for c in shuffled]))
-    out_first, out_second = attention(x_first), attention(x_second)
-print(_("the inputs are a permutation:    x_second == x_first[order]:"),
-      torch.equal(x_second, x_first[order]))
-print(_("so are the outputs: max |out_second - out_first[order]| ="),
-      below((out_second - out_first[order]).abs().max().item()))
-print(_("output of 苹 in each sentence:"), out_first[3, :4], out_second[0, :4], sep="\n  ")
-print(_("mean over tokens, max difference:"), below((out_first.mean(0) - out_second.mean(0)).abs().max().item()))
-
 # %% [markdown] en="640d7b2a1a19"
 # 笔记 003 说“对Attention来说，这两个句子是一样的”，更精确的说法是：没有位置信息的自注意力是**置换等变**的。打乱词元，输出也以同样的方式被打乱：“苹”在两个句子中得到完全相同的输出向量，其他每个字也是如此。两个句子并不“一样”（它们的输出以不同的顺序出现），但各个词元的输出是同一个向量*集合*，所以任何不看顺序的东西（比如上面对所有词元求的均值）都无法区分它们。谁吃谁的信息丢失了。
 #
 # 因果掩码本身就能打破这种对称：位置 0 只看到它自己，位置 4 看到全部五个，所以一个词元所在的位置改变了它能看到的东西。（完全不用位置编码训练的仅解码器语言模型，仍然能以这种方式学到位置：Haviv 等，2022。）用你在第 02 课写的函数，简单起见取 q = k = v = x：
-
-# %% en="4ab0dcf61143"
-mask = causal_mask(5)
-with torch.no_grad():
-    causal_first = scaled_dot_product_attention(x_first, x_first, x_first, mask=mask)
-    causal_second = scaled_dot_product_attention(x_second, x_second, x_second, mask=mask)
-print(_("causal: max |out_second - out_first[order]| ="),
-      below((causal_second - causal_first[order]).abs().max().item()))
 
 # %% [markdown] en="f73d4fe43b8f"
 # ## 3. 正弦位置编码
@@ -151,20 +52,6 @@ print(_("causal: max |out_second - out_first[order]| ="),
 #
 # 在 `exercises/transformer.py` 中写出 `sinusoidal_encoding(L, d_model, base=10000.0, dtype=torch.float64)`，返回 (L, d_model)。先构造一张 (L, d_model/2) 的角度表，再把偶数通道填上 sin、奇数通道填上 cos（`pe[:, 0::2] = ...`）。检查会单独测试位置 0（它必须是 [0, 1, 0, 1, ...]）、单独一对、频率、`base`、`dtype`，以及下面的性质。
 
-# %% tags=["check"] en="b61dc21767fd"
-from course.checks.lesson07 import check_sinusoidal_encoding
-from exercises.transformer import sinusoidal_encoding
-
-check_sinusoidal_encoding(sinusoidal_encoding)
-
-# %% en="97d403ec822c"
-pe = sinusoidal_encoding(64, 32)
-fig, ax = plt.subplots(figsize=(8, 3), layout="constrained")
-image = ax.imshow(pe.T.numpy(), cmap="coolwarm", aspect="auto", vmin=-1, vmax=1)
-fig.colorbar(image, ax=ax)
-ax.set(xlabel=_("position pos"), ylabel=_("channel"), title=_("sinusoidal encoding, d_model = 32"))
-plt.show()
-
 # %% [markdown] en="a9256564fccf"
 # ### PE(pos + k) 是 PE(pos) 的一个固定旋转
 #
@@ -172,36 +59,10 @@ plt.show()
 #
 # 我们测量两次。第一次不用公式：用最小二乘从 (PE(pos), PE(pos + 3)) 这些对在位置 0–30 上拟合一个矩阵，再在位置 30–60 上拟合一次，把两者都与预测的分块旋转比较。（base 为 10000、d_model 又小时，最慢的几对在 60 个位置上几乎不动，数据无法确定它们的块；所以这次拟合用 base 10 和 d_model = 8，每一对都明显转动。）第二次用真实的 base：预测的 R_3 在全部 1,000 个位置上的每一个都把 PE(pos) 映射到 PE(pos + 3)。
 
-# %% en="8acadc6514a1"
-from course.transformer_demos import offset_map, predicted_offset_map
-
-k = 3
-pe_fast = sinusoidal_encoding(64, 8, base=10.0)
-R_early, residual_early = offset_map(pe_fast[:31], k)
-R_late, residual_late = offset_map(pe_fast[30:61], k)
-print(_("base 10, d_model 8: least-squares fit on positions 0-30 and on 30-60"))
-print(_("  residual of each fit:"), below(residual_early, 1e-10), "and", below(residual_late, 1e-10))
-print(_("  the two fitted matrices differ by"), below((R_early - R_late).abs().max().item(), 1e-10))
-print(_("  fitted against the predicted block rotation:"),
-      below((R_early - predicted_offset_map(8, k, base=10.0)).abs().max().item(), 1e-10))
-print(_("  R_3, pairs 0 and 1 (the rest of these rows is 0):\n"),
-      R_early[:4, :4].round(decimals=4) + 0.0)  # + 0.0 把四舍五入得到的 -0.0 变成 0.0
-pe = sinusoidal_encoding(1000, 16)
-R_3 = predicted_offset_map(16, k)
-print(_("base 10000, d_model 16: max |PE(pos + 3) - R_3 PE(pos)| over pos 0..996:"),
-      below((pe[k:] - pe[:-k] @ R_3.T).abs().max().item()))
-
 # %% [markdown] en="9ac7cd683cf1"
 # 所以一个层可以用一个与所在位置无关的线性映射读出“往前 3 个位置的那个词元”，这正是偏移能够被学会的原因。原始笔记有两处说过头了。“周期性：可以处理任意长度的序列”：公式对任何 pos 都给出一个向量，但在短序列上训练的模型用它处理长得多的序列时表现很差（Press 等，2022，即 ALiBi 论文，测量过这一点）。而且在输入处一次性加上位置只是其中一种办法：接下来的 RoPE 把位置放进每一个注意力层内部。
 #
 # 加上位置之后，第 2 节的两个句子就不再互为置换了：
-
-# %% en="036ecc90f2a5"
-with torch.no_grad():
-    positioned_first = attention(x_first + sinusoidal_encoding(5, 8))
-    positioned_second = attention(x_second + sinusoidal_encoding(5, 8))
-print(_("with PE added: max |out_second - out_first[order]| ="),
-      below((positioned_second - positioned_first[order]).abs().max().item()))
 
 # %% [markdown] en="7fc830871e98"
 # ## 4. 旋转位置编码（RoPE）
@@ -223,46 +84,15 @@ print(_("with PE added: max |out_second - out_first[order]| ="),
 #
 # 为 x：(*, L, c) 写出 `apply_rope(x, positions=None, base=10000.0)`，位置沿轴 −2（默认 0 .. L−1）。返回一个与 x 的 dtype 相同的新张量；不要修改 x。检查会测试位置 0（不变）、单独一对、各行保持长度不变、配对方式、频率、给定的和小数的位置、批量轴和头轴、float32，以及下面的相对性质。
 
-# %% tags=["check"] en="6fc14aa07143"
-from course.checks.lesson07 import check_rope
-from exercises.transformer import apply_rope
-
-check_rope(apply_rope)
-
 # %% [markdown] en="2b0ee21e43ae"
 # ### 分数只取决于 i − j
 #
 # 把一个查询向量放在位置 i，一个键向量放在位置 j，计算它们的分数；然后把两者同时平移同一个 s。用 RoPE 时分数不动。改用加到向量上的正弦位置编码时，它会变。
 
-# %% en="97013fd3246e"
-generator = torch.Generator().manual_seed(4)
-q_vec, k_vec = torch.randn(2, 1, 16, generator=generator, dtype=torch.float64)
-pe_table = sinusoidal_encoding(200, 16)
-
-
-def rope_score(i, j):
-    return (apply_rope(q_vec, torch.tensor([i])) * apply_rope(k_vec, torch.tensor([j]))).sum().item()
-
-
-def added_pe_score(i, j):
-    return ((q_vec + pe_table[i]) * (k_vec + pe_table[j])).sum().item()
-
-
-for name, score in [("RoPE", rope_score), ("added PE", added_pe_score)]:
-    largest = max(abs(score(i + s, j + s) - score(i, j))
-                  for i, j in [(5, 2), (2, 5), (9, 9), (30, 1)] for s in (1, 17, 150))
-    print(f"{name:>8}: score({5}, {2}) = {score(5, 2):+.4f}; largest change when both positions "
-          f"shift: {below(largest, 1e-10)}")
-
 # %% [markdown] en="431f837fc6c3"
 # ### 小部件：两个位置看起来有多相似？
 #
 # 这张图显示，对从 0 到 63 的位置 i 和 j，正弦编码的相似度 PE(i)·PE(j)（对角线上缩放为 1），或者在 RoPE 下，同一个向量在 i 处作为查询、在 j 处作为键时的分数。移动 base 和维度。每条对角线上只有一个值（i − j 的函数）；base 小时每一对都转得快，于是相距很远的位置可能看起来和相邻位置一样相似；base 大、d 也大时，在 i = j 处出现一个峰，并随距离下降。
-
-# %% tags=["nbval-ignore-output"] en="b1725db6ee93"
-from course.widgets.lesson07 import similarity_explorer
-
-similarity_explorer()
 
 # %% [markdown] en="9e100fce0265"
 # ## 5. RMSNorm，与 LayerNorm 对照
@@ -277,28 +107,8 @@ similarity_explorer()
 #
 # 写出 `RMSNorm(d_model, eps=1e-6)`：一个全为 1 的参数 `weight`，以及沿最后一个轴计算的 `forward(x)`（用 `keepdim=True` 保留它，以便广播），ε 放在平方根里面。
 
-# %% tags=["check"] en="906feaf044fa"
-from course.checks.lesson07 import check_rms_norm
-from exercises.transformer import RMSNorm
-
-check_rms_norm(RMSNorm)
-
 # %% [markdown] en="dbeec06986f9"
 # 你的 RMSNorm 对比 PyTorch 的 `nn.RMSNorm`，以及对比 `nn.LayerNorm`：在均值已经为 0 的行上，两种归一化结果一致（ε 相同，没有仿射部分）；在有均值的行上它们不一致，只有 LayerNorm 会去掉均值。
-
-# %% en="0f2944eccb91"
-rows = torch.randn(4, 8, generator=torch.Generator().manual_seed(5), dtype=torch.float64) + 2.0
-centred = rows - rows.mean(dim=-1, keepdim=True)
-ours = RMSNorm(8, eps=1e-5).double()
-torch_rms = nn.RMSNorm(8, eps=1e-5).double()
-layer_norm = nn.LayerNorm(8, eps=1e-5, elementwise_affine=False).double()
-with torch.no_grad():
-    print(_("yours vs nn.RMSNorm:            max difference"), below((ours(rows) - torch_rms(rows)).abs().max().item()))
-    print(_("RMSNorm vs LayerNorm, mean 0:   max difference"), below((ours(centred) - layer_norm(centred)).abs().max().item()))
-    print(_("RMSNorm vs LayerNorm, mean 2:   max difference"), below((ours(rows) - layer_norm(rows)).abs().max().item()))
-    print(_("row means after RMSNorm:  "), ours(rows).mean(-1))
-    print(_("row means after LayerNorm: all below 1e-12:"),
-          bool(layer_norm(rows).mean(-1).abs().max() < 1e-12))
 
 # %% [markdown] en="71d5dc2c471b"
 # ## 6. 深堆栈中的残差和归一化
@@ -314,25 +124,6 @@ with torch.no_grad():
 #
 # 跟踪每一层之后 x 的大小（均方根），以及从输出上一个固定的损失传到每一层第一个权重矩阵的梯度大小。
 
-# %% en="acc8ccf6eeb3"
-from course.transformer_demos import VARIANTS, deep_stack
-
-stacks = {variant: deep_stack(variant, depth=32) for variant in VARIANTS}
-print(f"{'wiring':<20} {'rms after 32 layers':>20} {'gradient at layer 1':>20} {'at layer 32':>12}")
-for variant, result in stacks.items():
-    print(f"{variant:<20} {result['activation rms'][-1]:>20.3g} {result['gradient norm'][0]:>20.3g} "
-          f"{result['gradient norm'][-1]:>12.3g}")
-
-# %% en="a14e18c2d901"
-fig, (ax_rms, ax_grad) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
-for variant, result in stacks.items():
-    ax_rms.semilogy(result["activation rms"], label=variant)
-    ax_grad.semilogy(range(1, 33), result["gradient norm"], label=variant)
-ax_rms.set(xlabel=_("layer"), ylabel=_("rms of x"), title=_("activation scale"))
-ax_grad.set(xlabel=_("layer"), ylabel="‖∂loss/∂W‖", title=_("gradient reaching each layer"))
-ax_rms.legend(fontsize=8)
-plt.show()
-
 # %% [markdown] en="d2626965261b"
 # 数字说明了什么：
 #
@@ -345,44 +136,8 @@ plt.show()
 #
 # 原始论文的 FFN 是 FFN(x) = ReLU(x W₁ + b₁) W₂ + b₂，d_ff = 2048 = 4 × 512；当前的大语言模型使用 GELU 或门控变体（Llama 和 Qwen 中的 SwiGLU）。它单独作用于每个词元：改变一个词元，只有那个词元的 FFN 输出会变。注意力则会混合词元：
 
-# %% en="f7482d586cf5"
-torch.manual_seed(6)
-ffn = nn.Sequential(nn.Linear(8, 32), nn.GELU(), nn.Linear(32, 8)).double()
-x_tokens = torch.randn(5, 8, generator=torch.Generator().manual_seed(7), dtype=torch.float64)
-x_changed = x_tokens.clone()
-x_changed[2] += 1.0
-with torch.no_grad():
-    ffn_moved = (ffn(x_changed) - ffn(x_tokens)).abs().amax(dim=-1)
-    attention_moved = (attention(x_changed) - attention(x_tokens)).abs().amax(dim=-1)
-print(_("token 2 changed; largest change of each token's output:"))
-print(_("  FFN:      "), ffn_moved)
-print(_("  attention:"), attention_moved)
-
 # %% [markdown] en="6ed78fdade4c"
 # 笔记 003 接着说“Attention是线性的, FFN引入非线性”。只对了一半：FFN 的 GELU 是非线性的，但注意力也是。它的权重 softmax(q kᵀ/√c) 本身由 x 算出，所以输出是 x 与 x 的非线性函数的乘积。直接在你的 `MultiHeadAttention` 上检验线性：f(2x) = 2 f(x) 和 f(x + y) = f(x) + f(y)；然后冻结权重（从 x 算一次权重，再把它用于另一个输入）：只有这条值的通路是线性的。
-
-# %% en="19a29f40d8bb"
-y_tokens = torch.randn(5, 8, generator=torch.Generator().manual_seed(8), dtype=torch.float64)
-
-
-def attention_values(x_for_weights, x_for_values, module=attention):
-    """Your module's computation, with the weights from one input and the values from another."""
-    q = split_heads(module.linear_q(x_for_weights), module.N_head)
-    k = split_heads(module.linear_k(x_for_weights), module.N_head)
-    v = split_heads(module.linear_v(x_for_values), module.N_head)
-    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(module.c), dim=-1)
-    return module.linear_o(merge_heads(weights @ v)) - module.linear_o.bias
-
-
-with torch.no_grad():
-    def f(x):
-        return attention(x) - attention.linear_o.bias  # 偏置是仿射部分，这里不讨论它
-    print(_("attention: |f(2x) - 2 f(x)|       ="), f"{(f(2 * x_tokens) - 2 * f(x_tokens)).abs().max().item():.3g}")
-    print(_("attention: |f(x+y) - f(x) - f(y)| ="),
-          f"{(f(x_tokens + y_tokens) - f(x_tokens) - f(y_tokens)).abs().max().item():.3g}")
-    frozen = (attention_values(x_tokens, x_tokens + y_tokens)
-              - attention_values(x_tokens, x_tokens) - attention_values(x_tokens, y_tokens))
-    print(_("weights frozen at x, values linear:  "), below(frozen.abs().max().item()))
 
 # %% [markdown] en="85ebc9755dff"
 # 所以 FFN 增加的是逐词元的非线性；注意力的非线性存在于权重之中，这也是第 08 课的门控所依赖的。
@@ -410,40 +165,11 @@ with torch.no_grad():
 #
 # 检查会测试名字、块是因果的、两条分支都关掉时它返回 h（pre-norm 块是这样；post-norm 块不是）、`rope` 的两种设置、L = 1、批量轴、梯度，以及 h 没有被修改。
 
-# %% tags=["check"] en="439b381b08c6"
-from course.checks.lesson07 import check_decoder_block
-from exercises.transformer import DecoderBlock
-
-check_decoder_block(DecoderBlock)
-
 # %% [markdown] en="173c78183205"
 # 块是因果的，有测量为证：改动最后一个词元，之前各位置的输出纹丝不动。按第 08 课模型的宽度（d_model = 64，4 个头）、d_ff = 256 统计它的参数：
 
-# %% en="3082a62c8e4f"
-torch.manual_seed(9)
-block = DecoderBlock(64, 4, 256).double()
-h = torch.randn(1, 6, 64, generator=torch.Generator().manual_seed(10), dtype=torch.float64)
-h_changed = h.clone()
-h_changed[0, -1] = 0.0
-with torch.no_grad():
-    moved = (block(h_changed) - block(h)).abs().amax(dim=-1)[0]
-print(_("change of each position's output when only the last token changes:"))
-print("  ", [below(value) for value in moved.tolist()])
-for name, parameter in block.named_parameters():
-    print(f"  {name:<22} {tuple(parameter.shape)}")
-print(f"total: {sum(p.numel() for p in block.parameters()):,} parameters "
-      f"(attention {sum(p.numel() for p in block.attn.parameters()):,}, "
-      f"FFN {sum(p.numel() for p in block.ffn.parameters()):,}, "
-      f"norms {block.norm_attn.weight.numel() + block.norm_ffn.weight.numel()})")
-
 # %% [markdown] en="12e3e61c2c6d"
 # 把块画成图（torchview），小到可以读懂：d_model = 16，2 个头，d_ff = 32，一条 5 个词元的序列。
-
-# %% tags=["nbval-ignore-output"] en="6966a785b255"
-from course.plots import show_model_graph
-
-small_block = DecoderBlock(16, 2, 32)
-graph = show_model_graph(small_block, [torch.randn(1, 5, 16)], "DecoderBlock", depth=2)
 
 # %% [markdown] en="5e6eecb43d7e"
 # 沿着图往下跟踪 h (1, 5, 16)：它立刻分成残差路径（左边那条长箭头）和 `RMSNorm`；`attn` 的三个 `Linear` 产生 q、k、v；`view` 和 `transpose` 是你的 `split_heads` (1, 2, 5, 8)。上方两角的两条小链构造 RoPE 的角度（`__rpow__` 是 base ** (...)，然后是 `cat`、`cos`、`sin`）；在 q 和 k 上，`neg` 和 `cat` 是 rotate_half，`mul`、`mul`、`add` 是 x·cos + rotate_half(x)·sin。第三个 `view`（v）直接往下走：不旋转。`tril` 是你的 `causal_mask`；然后是分数（`matmul`、`div`）、掩码（`masked_fill`，两次：你在第 02 课为什么也看不到的行所做的保护）、softmax（`amax`、`sub`、`exp`、`sum`、`div`）以及与 v 的乘积；`transpose`/`reshape` 是 `merge_heads`，第四个 `Linear` 是 `linear_o`，第一个 `add` 汇入残差路径。FFN 分支重复这个模式：`RMSNorm`、`Linear`、`GELU`、`Linear`、`add`。
@@ -464,56 +190,13 @@ graph = show_model_graph(small_block, [torch.randn(1, 5, 16)], "DecoderBlock", d
 #
 # 写出 `CrossAttention(d_model, n_heads)`：`linear_q`、`linear_k`、`linear_v`（d_model → d_model，不带偏置）和 `linear_o`（带偏置）；`forward(x, memory, memory_mask=None)` 使用 `split_heads`、带掩码 `memory_mask[..., None, None, :]`（形状 (*, 1, 1, L_source)：对每个头、每个查询都相同）的你的 `scaled_dot_product_attention`、`merge_heads` 和 `linear_o`。
 
-# %% tags=["check"] en="7018ff29ed68"
-from course.checks.lesson07 import check_cross_attention
-from exercises.transformer import CrossAttention
-
-check_cross_attention(CrossAttention)
-
 # %% [markdown] en="88d426e82df1"
 # 批量里有两个源句：“我爱吃苹果”（5 个词元）和“我爱你”（3 个词元，填充到 5），目标有四个位置。下面是有填充的那个句子第一个头的权重，即每个目标位置分给各个源词元的权重：填充得不到任何权重，所以填充位置上的编码器输出是什么都无所谓。
-
-# %% en="7479e232e30b"
-from exercises.attention import attention_weights
-
-torch.manual_seed(11)
-cross = CrossAttention(8, 2).double()
-memory = torch.randn(2, 5, 8, generator=torch.Generator().manual_seed(12), dtype=torch.float64)
-targets = torch.randn(2, 4, 8, generator=torch.Generator().manual_seed(13), dtype=torch.float64)
-memory_mask = torch.tensor([[True] * 5, [True] * 3 + [False] * 2])
-with torch.no_grad():
-    q = split_heads(cross.linear_q(targets), 2)
-    k = split_heads(cross.linear_k(memory), 2)
-    weights = attention_weights(q, k, mask=memory_mask[..., None, None, :])  # (2, 2, 4, 5)
-    garbage = memory.clone()
-    garbage[1, 3:] = 1e3
-    moved = (cross(targets, garbage, memory_mask) - cross(targets, memory, memory_mask)).abs().max()
-print(_("weights of the padded sentence, head 0 (rows: target positions, columns: 我 爱 你 pad pad):"))
-print(weights[1, 0])
-print(_("padding set to 1000: output changes by"), below(moved.item()))
 
 # %% [markdown] en="dae50b36cc4e"
 # ## 10. 从词元到向量：词嵌入表只学习它用到的那些行
 #
 # 笔记 003 §4.7 和 §7.3：文本被切分成词元，每个词元 id 选出词嵌入表的一行（一次查表，`nn.Embedding`），然后加上位置，或者用 RoPE 在注意力内部施加位置。这张表像任何权重一样被学习，但有一个原始笔记指出的特点：一次反向传播之后，只有批量中出现过的词元所在的行有梯度。用了两次的行得到两次使用的梯度之和。
-
-# %% en="517c83f646dd"
-torch.manual_seed(14)
-table = nn.Embedding(len(vocabulary), 4).double()
-id_to_char = {i: c for c, i in vocabulary.items()}
-batch = torch.tensor([[vocabulary[c] for c in "我爱吃苹果"], [vocabulary[c] for c in "今天天气很"]])
-upstream = torch.randn(2, 5, 4, generator=torch.Generator().manual_seed(15), dtype=torch.float64)
-loss = (table(batch) * upstream).sum()  # 任意损失：d loss / d（查出的向量）= upstream
-loss.backward()
-used = sorted(set(batch.flatten().tolist()))
-with_gradient = table.weight.grad.abs().sum(dim=-1).nonzero().flatten().tolist()
-print(f"vocabulary: {''.join(sorted(vocabulary, key=vocabulary.get))} ({len(vocabulary)} rows); "
-      f"tokens in the batch: {''.join(id_to_char[i] for i in used)}")
-print(_("rows with a non-zero gradient:"), "".join(id_to_char[i] for i in with_gradient),
-      f"({len(with_gradient)} of {len(vocabulary)}); 好 was not in the batch")
-both_uses = upstream[1, 1] + upstream[1, 2]  # "天"位于句子 2 的位置 1 和 2
-print(_("天 is used twice; its gradient equals the sum of both uses:"),
-      torch.allclose(table.weight.grad[vocabulary["天"]], both_uses))
 
 # %% [markdown] en="a3ca3c375142"
 # 所以普通的 SGD 在这一步只改变这些行（`nn.Embedding(sparse=True)` 甚至只把这些行存为梯度）。用 Adam 时，其他行还可以借着之前步骤的动量再移动一阵，而权重衰减会让每一行都缩小。经过许多批量之后，出现在相似上下文中的词元得到相似的梯度，于是一起漂移：“相似的词得到相似的嵌入”正是从这里来的，而不是来自任何内置的含义。

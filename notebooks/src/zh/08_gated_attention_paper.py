@@ -12,14 +12,6 @@
 # - 用多个随机种子、训练曲线和精确的秩检验来检验这条论断。检验分两种设置：一种汇点是很强的模式，却没有什么依赖它；另一种模型依赖它的第一个词元；
 # - 在代码中说明为什么门能加入非线性，而每个头一个固定的数做不到，并把一切与论文自己的数字对照。
 
-# %% en="0e00a3190560"
-import course_setup  # noqa: F401  （把课程加入路径，打开 autoreload）
-
-import torch
-
-from course.columns import pad
-from course.i18n import _
-
 # %% [markdown] en="cf6c9bf7f444"
 # ## 什么是注意力汇点，它为什么要紧
 #
@@ -51,14 +43,6 @@ from course.i18n import _
 #
 # 我们在两种设置下训练了一个 2 层、宽度 64 的模型，数据是 Bigram-Backcopy。每种变体都训练了：没有门；G1 逐元素；G1 逐头；每个头一个静态标量；以及 FFN 加宽的基线，它的参数和 G1 逐元素一样多。我们测量了**模式**：BOS（第一个词元）上的注意力份额。我们也测量了**依赖**，也就是 StreamingLLM 的问题：禁止所有查询看 BOS 时，损失上升多少。下面是由随课程提供的测量值算出的要点（各种子上的均值 [最小值, 最大值]，n 为种子数）：
 
-# %% en="c8c2218e1c7d"
-from course import lesson08_analysis as analysis
-from course import lesson08_experiment as experiment
-from course import lm_training as lm
-
-runs = {**lm.load_metrics(), **experiment.load()}
-print(analysis.headline(runs))
-
 # %% [markdown] en="c28051d081f6"
 # - **强汇点设置**（由下文的搜索找到）：基线的第 0 层几乎把全部注意力放在 BOS 上。在 3 个种子中，G1 逐元素都消除了这个模式，倍数与论文相近：按均值降为 1/10.9，按各取一个种子的配对，在 1/4.9 到 1/16.3 之间。每个带门种子都低于每个基线种子；3 对 3 时这相当于 p = 0.05，是 3 对 3 能给出的最强结果。它过不了下文实验检验的校正阈值（0.0125），而实验在这个设置下还没有运行。但屏蔽 BOS 只让这个基线付出约千分之一奈特的代价：它的汇点只是模式，没有依赖，门也就没有依赖可消除。
 # - **课程自己的设置**：模式很弱（0.21），3 个种子显示不出门对它的效应（p = 0.1）。可是屏蔽 BOS 让基线每个字符付出 0.13 奈特。G1 逐元素把代价降到 0.007。静态标量是论文中与输入无关的门在玩具上的对应物，它让代价停在 0.15（一个种子）。在下文的实验中，参数和带门模型一样多的基线也保留了依赖（0.14 和 0.53，两个种子）；基线的第二个种子代价为 0.49，G1 逐元素的为 0.020。每组只有一两个种子时，p 值不可能达到 0.05：有了方向，还算不上检验。
@@ -84,12 +68,6 @@ print(analysis.headline(runs))
 #
 # 门增加了多少参数？在论文的 15B MoE 模型中（隐藏大小 2048，32 个 128 通道的查询头，24 层），所有层合计：
 
-# %% en="bf4c470d1f9b"
-hidden, heads, head_dim, layers = 2048, 32, 128, 24
-print(_("elementwise G1: {n:>12,} parameters").format(n=layers * hidden * heads * head_dim))
-print(_("headwise G1:    {n:>12,} parameters").format(n=layers * hidden * heads))
-print(_("one scalar per head (seed 003's reading): {n:,} parameters").format(n=layers * heads))
-
 # %% [markdown] en="1c011f94593d"
 # ## 练习：G1 门
 #
@@ -100,18 +78,6 @@ print(_("one scalar per head (seed 003's reading): {n:,} parameters").format(n=l
 # 3. 在 `forward` 中：在 `self.out` 之前，把 y 乘以门的分数。
 #
 # `"static"` 变体（每个头一个可学习的 σ(g_h)）已经替你写好，用来对比。
-
-# %% tags=["check"] en="4e2255ac2e95"
-from course.checks.lesson08 import check_gate_elementwise
-from exercises.gated_attention import GatedCausalSelfAttention
-
-check_gate_elementwise(GatedCausalSelfAttention)
-
-# %% tags=["check"] en="d3237793cf4d"
-from course.checks.lesson08 import check_gate_headwise
-from exercises.gated_attention import GatedCausalSelfAttention
-
-check_gate_headwise(GatedCausalSelfAttention)
 
 # %% [markdown] en="d3820dccc656"
 # ## 围绕注意力的模型：一个小型语言模型，两种构建
@@ -125,7 +91,7 @@ check_gate_headwise(GatedCausalSelfAttention)
 #
 # 论文的模型和 GPT-2 系列在归一化、位置和门偏置上有差别，两种构建的差别正在这里：
 #
-# | | **类论文模型**（`arch=“paper”`，默认） | **GPT-2 风格模型**（`arch=“gpt2”`） |
+# | | **类论文模型**（`arch="paper"`，默认） | **GPT-2 风格模型**（`arch="gpt2"`） |
 # |---|---|---|
 # | 归一化 | RMSNorm（第 07 课） | LayerNorm |
 # | 位置 | 每一层在 q 和 k 上用 RoPE | 每个位置一个可学习向量，加到嵌入上 |
@@ -138,49 +104,12 @@ check_gate_headwise(GatedCausalSelfAttention)
 # 两者都是 2 层，d_model 64，4 个 16 通道的头，GELU，上下文 64 个词元，位置 0 是 BOS 词元。每种构建有四个变体：基线（没有门）、G1 逐元素、G1 逐头，以及每个头一个静态标量。多种子实验给类论文模型加了第五组，用来对照门多出的参数：FFN 加宽 32 个单元的基线（d_ff 288），它多出的权重与 G1 逐元素多出的一样多。
 #
 # 另外三个开关在两种构建中都改变注意力之外的模型部件；下文搜索注意力汇点时，每次只拨动其中一个：
-# - `init=“normal”`：每个矩阵都从 N(0, 0.02) 抽取；写入残差流的两个投影（W_O、FFN 的第二层）从 N(0, 0.02/√(2·layers)) 抽取，偏置为 0。这是 GPT-2 的初始化（Hugging Face 的 Qwen3 配置也从 N(0, 0.02) 抽取）。默认的 `init=“torch”` 是 PyTorch 对 `nn.Linear` 的初始化，对 64 宽的层来说分布更宽；
+# - `init="normal"`：每个矩阵都从 N(0, 0.02) 抽取；写入残差流的两个投影（W_O、FFN 的第二层）从 N(0, 0.02/√(2·layers)) 抽取，偏置为 0。这是 GPT-2 的初始化（Hugging Face 的 Qwen3 配置也从 N(0, 0.02) 抽取）。默认的 `init="torch"` 是 PyTorch 对 `nn.Linear` 的初始化，对 64 宽的层来说分布更宽；
 # - `biases=False`：W_O 和 FFN 中都没有偏置，与 Qwen3 一样；
 # - `tied=False`：用单独的输出头，而不是词元嵌入。
 
-# %% en="66f8c14c4011"
-from exercises.tiny_lm import TinyLM
-
-from course.widgets import lesson08 as plots
-
-for arch in ("paper", "gpt2"):
-    for gate in ("none", "elementwise", "headwise", "static"):
-        model = TinyLM(vocab_size=28, gate=gate, arch=arch)
-        print(f"{pad(_(plots.ARCH_NAMES[arch]), 44)} {pad(analysis.label(gate), 16)} "
-              + _("{n:,} parameters").format(n=sum(p.numel() for p in model.parameters())))
-print({k: v for k, v in TinyLM(vocab_size=28).config.items() if k != "gate"})
-for d_ff, biases in ((256, False), (288, False)):  # 强汇点设置没有偏置
-    sizes = [sum(p.numel() for p in TinyLM(29, d_ff=d_ff, gate=gate, biases=biases).parameters())
-             for gate in ("none", "elementwise")]
-    print(_("no biases, d_ff {d_ff}: baseline {base:,}, G1 elementwise {gated:,} parameters").format(
-        d_ff=d_ff, base=sizes[0], gated=sizes[1]))
-torch.manual_seed(0)
-for init in ("torch", "normal"):
-    weight = TinyLM(vocab_size=28, init=init).blocks[0].attn.linear_q.weight
-    print(_("init={init!r}: the std of W_Q in layer 0 is {std:.3f}").format(init=init, std=weight.std()))
-
 # %% [markdown] en="b50c442315f3"
 # 类论文模型的块沿用第 07 课 `DecoderBlock` 的模块名和参数名（`norm_attn`、`attn.linear_q/k/v/o`、`norm_ffn`、`ffn`）。所以训练好的基线块可以严格地（strict）载入**你的** `DecoderBlock(64, 4, 256, rope=True)`，而且必须算出同样的输出。如果你还没写第 07 课，这个单元会说明，课程照常继续。
-
-# %% en="905c84d88f99"
-shipped_block = lm.load_checkpoint("bb", "none", seed=0, arch="paper").blocks[0]
-try:
-    from exercises.transformer import DecoderBlock
-
-    yours = DecoderBlock(64, 4, 256, rope=True)
-    yours.load_state_dict(shipped_block.state_dict(), strict=True)
-    h = torch.randn(2, 16, 64, generator=torch.Generator().manual_seed(0))
-    with torch.no_grad():
-        gap = (yours(h) - shipped_block(h)[0]).abs().max().item()
-    print(_("your DecoderBlock runs the shipped block's weights: same output {same} "
-            "(max |difference| below 1e-4)").format(same=gap < 1e-4))
-except (ImportError, NotImplementedError, RuntimeError, AttributeError, TypeError) as error:
-    print(_("lesson 07's DecoderBlock is not written yet (exercises/transformer.py), so this "
-            "comparison is skipped: {error}").format(error=type(error).__name__))
 
 # %% [markdown] en="14d4e60db222"
 # ## 两个数据集
@@ -188,25 +117,11 @@ except (ImportError, NotImplementedError, RuntimeError, AttributeError, TypeErro
 # **Bigram-Backcopy**（仿照 Guo 等 2024）：字符 `a`–`z` 和空格沿一条二元（bigram）链依次出现。这张表由我们的文本语料统计而来，放在 `data/lesson08/` 中。遇到触发符后，下一个字符**复制触发符之前的那个字符**。只有在这些复制位置上，注意力才有活要干。在其他位置，当前字符已经说明了一切；无事可做的头仍然必须把它的 softmax 权重放在某处。
 #
 # Guo 等自己的代码（仓库 `GuoTianYu2000/Active-Dormant-Attention`，`BBM/data.py`）按莎士比亚文本的二元组频率抽取字符。触发符是出现*最频繁*的 k = 3 或 5 个字符；第一个字符按字符频率抽取，但排除触发符。序列长 256 个词元。课程的版本以字母 `f`、`p`、`w` 为触发符，按它们的二元组频率出现；每个序列像一个词那样开头（第一个字符跟在空格之后）。`lm.BigramBackcopy` 有三个改变数据的选项，强汇点设置把三个都打开：
-# - `trigger=“token”`：单独的触发词元（下面的 `#`），在任何其他字符之后以 0.1 的概率出现。这是早先一个原型的选择，不是 Guo 等的；
-# - `first=“uniform”`：第一个字符是 26 个字母中的任意一个，概率相等；
+# - `trigger="token"`：单独的触发词元（下面的 `#`），在任何其他字符之后以 0.1 的概率出现。这是早先一个原型的选择，不是 Guo 等的；
+# - `first="uniform"`：第一个字符是 26 个字母中的任意一个，概率相等；
 # - `smoothed=False`：用语料的原始二元组计数（没见过的字符对仍然不会出现），而不是随课程提供的表所做的加一平滑。
 #
 # **文档字符串文本**：取自 Python 标准库文档字符串的 400,000 个字符（PSF 许可证；由 `scripts/make_lesson08_data.py` 提取）。这是一小段自然文本。下面 `^` 是 BOS，`|` 标出 Bigram-Backcopy 序列的复制位置。
-
-# %% en="7d7350977997"
-bb, text = lm.load_dataset("bb"), lm.load_dataset("text")
-bb_sink = lm.load_dataset("bb", **lm.sink_spec(lm.SETUPS["sink"])["data"])
-for name, data in ((_("triggers f, p, w"), bb), (_("a trigger token"), bb_sink)):
-    sample = data.sample(1, torch.Generator().manual_seed(3))[0]
-    copies = int(data.copy_positions(lm.validation_tokens(data)).sum())
-    print(_("{name}: {copies} copy positions in the validation set, of {n} predictions").format(
-        name=name, copies=copies, n=lm.VAL_SEQUENCES * (lm.SEQ_LEN - 1)))
-    print(data.decode(sample))
-    print("".join("|" if c else " " for c in data.copy_positions(sample[None])[0]))
-print(_("docstring corpus: {n:,} characters, {distinct} distinct, 90 % for training").format(
-    n=len(text.train_ids) + len(text.val_ids), distinct=text.vocab_size - 1))
-print(repr(text.decode(text.sample(1, torch.Generator().manual_seed(3))[0])))
 
 # %% [markdown] en="19d92eacdd39"
 # ## 训练好的权重，或者自己训练
@@ -217,56 +132,13 @@ print(repr(text.decode(text.sample(1, torch.Generator().manual_seed(3))[0])))
 #
 # 设置 `RETRAIN = True` 可以自己重新训练强汇点设置下的对比：类论文模型，四个变体。为了在 2 个核心上不超过 10 分钟，它只训练**一个种子、`lm.RETRAIN_STEPS` 步**，而不是 2,500 步。所以把它的数字与随课程提供的数字比较时，只看方向和大小，不要逐位比较。
 
-# %% en="635eb343e7db"
-for arch, recipe in lm.RECIPES.items():
-    print(_("{arch} recipe: {recipe}, d_ff {d_ff}").format(arch=arch, recipe=recipe, d_ff=lm.D_FF[arch]))
-print(_("the strong-sink set-up: {factors}").format(factors=", ".join(lm.SETUPS["sink"])))
-ablations, search = lm.load_ablations(), lm.load_sink_search()
-for setup in ("course", "sink"):
-    prefix = analysis.EXPERIMENT_PREFIXES[setup]
-    print(_("experiment, {setup}: seeds per arm: {seeds}").format(
-        setup=analysis.label(setup), seeds="; ".join(
-            f"{analysis.label(arm)} {analysis.n_seeds(runs, prefix, 'bb', arm)}"
-            for arm in analysis.ARM_LABELS)))
-print(_("{runs} runs shipped in all (the experiment's among them), {search} runs of the sink "
-        "search, {ablations} ablation runs").format(runs=len(runs), search=len(search), ablations=len(ablations)))
-
-# %% tags=["nbval-ignore-output"] en="a498c52a9d51"
-cpu = [m["cpu_seconds"] for m in experiment.load().values()]
-minutes = sum(m.get("train_seconds", 0) for m in [*runs.values(), *ablations.values(), *search.values()]) / 60
-print(_("the experiment's {n} runs took {hours:.1f} CPU hours, {each:.1f} CPU minutes a run on "
-        "average; the 3-seed runs, the search and the ablations {minutes:.0f} min (one thread each, "
-        "on 2 cores shared with other jobs)").format(
-    n=len(cpu), hours=sum(cpu) / 3600, each=sum(cpu) / max(len(cpu), 1) / 60, minutes=minutes))
-left = len(experiment.queue()) - len(cpu)
-print(_("{left} runs of the experiment remain: about {hours:.0f} CPU hours at that rate "
-        "(`scripts/train_lesson08.py --experiment` resumes them)").format(
-    left=left, hours=left * sum(cpu) / max(len(cpu), 1) / 3600))
-
-# %% en="a972d37da72b"
-RETRAIN = False  # True：类论文模型，强汇点设置，4 个变体，种子 0，lm.RETRAIN_STEPS 步
-if RETRAIN:
-    fresh = lm.retrain_main_comparison()
-    print(lm.compare_runs(runs, fresh))
-
 # %% [markdown] en="3ec3c4ebf216"
 # ## 检验论断 (c)：作为模式的汇点
 #
 # **首词元份额**是位置 0（BOS）上的注意力权重，对各层、各头和位置 ≥ 1 的查询取平均（位置 0 只能看它自己）。如果注意力均匀分布，位置 i 的查询给 BOS 的是 1/(i+1)。对我们的 63 个查询位置取平均，结果是：
 
-# %% en="961df11861cf"
-print(_("uniform attention: first-token share {share:.3f}").format(share=lm.UNIFORM_SHARE))
-
 # %% [markdown] en="16b19bb46811"
 # 两种构建、两种设置，都在 Bigram-Backcopy 上：BOS 上的份额（各种子的均值，以及每一层的值）和验证损失。
-
-# %% en="9dfb92e4af34"
-NAMES = {arch: _(plots.ARCH_NAMES[arch]) for arch in lm.ARCHS}
-print(_("Bigram-Backcopy, the strong-sink set-up (trigger token), mean over seeds"))
-print(analysis.side_by_side(runs, {f"sink/{arch}": NAMES[arch] for arch in lm.ARCHS}, "bb"))
-print()
-print(_("Bigram-Backcopy, the course's set-up (triggers f, p, w), mean over seeds"))
-print(analysis.side_by_side(runs, {arch: NAMES[arch] for arch in lm.ARCHS}, "bb"))
 
 # %% [markdown] en="ee5b4e9550e4"
 # 在强汇点设置中，基线把全部注意力的约一半放在 BOS 上，第 0 层几乎全放在那里。两种构建中，G1 都降低了份额。在课程的设置中，基线只把约五分之一放在 BOS 上，远低于论文的 46.7 %，门的效果也更小。单看模式，似乎应该在强汇点设置中检验这条论断。下一个测试却给出了相反的答案。
@@ -280,12 +152,6 @@ print(analysis.side_by_side(runs, {arch: NAMES[arch] for arch in lm.ARCHS}, "bb"
 #
 # 表中还给出 BOS 上的份额（全部层，以及第 0 层）和**值状态排空**：第 0 层中 BOS 的值向量与其他词元的值向量大小之比 |v_BOS| / |v|（1 表示一样大）。类论文模型每个变体的种子 0：
 
-# %% en="f64206a12aba"
-FUNCTIONAL_CASES = [(_("strong-sink, Bigram-Backcopy"), "sink/paper", "bb"),
-                    (_("course's, Bigram-Backcopy"), "paper", "bb"),
-                    (_("course's, docstring text"), "paper", "text")]
-print(analysis.functional_table(runs, FUNCTIONAL_CASES))
-
 # %% [markdown] en="6e1235db05d0"
 # **强汇点不承担任何负载。**强汇点基线的第 0 层几乎把全部注意力放在 BOS 上，可屏蔽 BOS 几乎没有代价。原因在排空那一列：BOS 的值只有其他词元的百分之几，头在那里读到的几乎是零。拿走 BOS，权重就分散到其他键上，而网络的其余部分也不需要这些键。这个设置复现了汇点的模式和值状态排空，却没有复现让大模型的汇点变得要紧的那种依赖。
 #
@@ -297,29 +163,14 @@ print(analysis.functional_table(runs, FUNCTIONAL_CASES))
 #
 # 类论文模型，Bigram-Backcopy，两种设置，五组。曲线取自随课程提供的训练日志：每个种子一条细线，每组的均值一条粗线。三幅图分别是 BOS 上的份额、屏蔽 BOS 的代价（每 100 步在 64 个验证序列上测量）和验证损失。
 
-# %% en="3186353c5752"
-plots.training_curves(runs)
-
 # %% [markdown] en="8d5e09163a55"
 # 训练结束时测得的一切，按组列出，格式是各种子上的均值 [最小值, 最大值]（n 个种子）。各列依次是：BOS 上的份额（全部层；第 0 层）、第 0 层的值状态排空、Gu 等的汇点率、验证损失，以及各项功能测试的代价（窗口为 8 个键）。
-
-# %% en="f7b74bdc56f0"
-for setup in ("course", "sink"):
-    print(analysis.label(setup))
-    print(analysis.experiment_table(runs, setup))
-    print()
 
 # %% [markdown] en="4473ae2caf5e"
 # **检验。**在每种设置中，论文的论断对应两个比较：G1 逐元素能否把 BOS 上的份额、以及屏蔽 BOS 的代价，降到基线之下？两种设置共 4 个比较。我们以 0.05 / 4 = 0.0125 为界检验它们（Bonferroni 校正：4 个比较中任何一个碰巧通过的概率仍低于 0.05）。每个比较用单侧精确 Mann–Whitney U 检验。它数一数在所有（带门种子，基线种子）配对中，带门的那个更低的有多少对；再问：如果两组来自同一个分布，出现这么多对的概率有多大。后面表格用的规则“每个带门种子都低于每个基线种子”，正是这个检验的极端情形。3 对 3 时，它对应 p = 1/20 = 0.05，这是 3 对 3 能得到的最小 p 值，所以 3 个种子永远过不了 0.0125。5 对 5 可以（p = 1/252 = 0.004），10 对 10 时 p = 1/184,756。均值之比还附上它在所有种子配对上的范围。
 
-# %% en="f330451d4e77"
-print(analysis.comparison_table(runs, analysis.PRIMARY, family=4))
-
 # %% [markdown] en="be6ca6a25a02"
 # 接着是对照：静态标量（论文中与输入无关的门在玩具规模上的对应物）是否低于基线？依赖输入的门是否低于静态标量？G1 逐头，以及 G1 逐元素与同样大小的基线相比，是否更低？两种设置共有另外 16 个比较。我们打印它们的 p 值只为描述数据，不作为检验：以 0.05 / 16 = 0.003 为界，每组至少要有 6 个种子才可能通过。
-
-# %% en="09c7157f3fe2"
-print(analysis.comparison_table(runs, analysis.CONTROLS, family=16))
 
 # %% [markdown] en="11d6816376bc"
 # **实验目前说明了什么。**在课程的设置下，它已随课程提供了基线、G1 逐元素和加宽的基线各两个种子，静态标量和 G1 逐头各一个种子；强汇点设置还没有运行（数目打印在本课靠前的地方）。种子这么少，没有哪个比较能达到显著：两个种子对两个种子，p 值不可能低于 1/6；一个对一个，不可能低于 0.5。所以表格不打印 p 值，只写“无法通过”。表格只给出方向。
@@ -332,51 +183,14 @@ print(analysis.comparison_table(runs, analysis.CONTROLS, family=16))
 #
 # 小部件分别显示每一层。选择一组运行、一种构建和一个种子。
 
-# %% tags=["nbval-ignore-output"] en="2ecceeab137f"
-from course.widgets.lesson08 import sink_explorer
-
-sink_explorer(runs)
-
 # %% [markdown] en="9cc3f0cf95c7"
 # 逐头来看：每个方格是种子 0 的一个（层，头），Bigram-Backcopy，两种构建，强汇点设置。
-
-# %% en="ed0c30ca7bb8"
-plots.per_head_heatmaps(runs, "bb", seed=0, arch="paper", setup="sink")
-
-# %% en="a42310a80e17"
-plots.per_head_heatmaps(runs, "bb", seed=0, arch="gpt2", setup="sink")
 
 # %% [markdown] en="011635053e71"
 # 再看一个头在一个验证序列上做了什么（类论文模型，强汇点设置，第 0 层，前 24 个位置）：每个变体中把最多权重放在 BOS 上的那个头。
 
-# %% en="f5731cca60d0"
-tokens = lm.validation_tokens(bb_sink)[:1, :24]
-maps = {}
-for gate in ("none", "elementwise"):
-    model = lm.load_checkpoint("bb", gate, seed=0, setup="sink")
-    with torch.no_grad():
-        _logits, record = model(tokens, details=True)
-    shares = record["weights"][0][0, :, 1:, 0].mean(dim=-1)
-    head = int(shares.argmax())  # 在 BOS 上权重最大的头
-    maps[gate] = record["weights"][0][0, head]
-    print(_("{variant}: layer 0, head {head}, share on BOS {share:.2f}").format(
-        variant=pad(analysis.label(gate), 16, ">"), head=head, share=shares[head]))
-plots.attention_maps(maps, "paper-like build, strong-sink set-up, layer 0, head with the largest BOS share")
-
 # %% [markdown] en="0308762990cd"
 # 门关上的头几乎什么也传不出去，不管它的注意力权重是什么。所以对带门的模型，BOS 上的份额只说明了一半。下面逐层列出每个头在 BOS 上的份额，以及这个头的平均门分数（G1 逐元素，强汇点设置，种子 0，两种构建）。
-
-# %% en="629ffa2348ef"
-for arch in lm.ARCHS:
-    model = lm.load_checkpoint("bb", "elementwise", seed=0, arch=arch, setup="sink")
-    with torch.no_grad():
-        _logits, record = model(lm.validation_tokens(bb_sink)[:64], details=True)
-    for layer in range(2):
-        bos_share = record["weights"][layer][:, :, 1:, 0].mean(dim=(0, 2))
-        gate_mean = record["gate_scores"][layer][:, 1:].mean(dim=(0, 1, 3))
-        print(_("{arch}, layer {layer}: {heads}").format(arch=arch, layer=layer, heads="  ".join(
-            _("head {head}: BOS {share:.2f}, gate {gate:.2f}").format(
-                head=h, share=bos_share[h], gate=gate_mean[h]) for h in range(4))))
 
 # %% [markdown] en="57662c2e2cb1"
 # 在大模型中，汇点出现在较深的层，并伴随着巨量激活：Sun 等表明，正是巨量激活让第一个词元的键与众不同。这里的汇点却在第 0 层，直接认出 BOS 的*嵌入*。不要把玩具的机制照搬到大模型上；值得带走的是问题和检验方法。
@@ -398,13 +212,6 @@ for arch in lm.ARCHS:
 #
 # 搜索按基线种子 0 的份额来挑设置，而不是按门的效果，所以它不会让门的比较产生偏差。每一行是一组部件（x：原型的选择，.：课程的选择），列出基线的首词元份额（n 个种子上的均值 [最小值, 最大值]）和第 0 层的份额。第一行是课程的设置，第二行是强汇点设置（七处全用），两者都有 3 个种子：
 
-# %% en="86bd00cfc92d"
-print(analysis.search_table(analysis.search_with_setups(search, runs, lm.SETUPS), lm.SINK_FACTORS))
-for seed in range(3):
-    run = runs[f"sink/paper/bb/none/seed{seed}"]
-    print(_("all seven, seed {seed}: share on BOS {share:.3f}, layer 0 {layer0:.3f}").format(
-        seed=seed, share=run["first_token_share"], layer0=run["first_token_share_per_layer"][0]))
-
 # %% [markdown] en="eae613a150f8"
 # **搜索说明了什么。**
 #
@@ -422,15 +229,6 @@ for seed in range(3):
 #
 # 在课程的设置中，两种构建有三处模型上的差别（归一化、位置、门偏置），还有训练上的差别（训练方案、FFN 宽度）。为了找出是哪一处决定了某个差别，我们**一次只改一处**，只改两种构建不同的地方；先用一个种子，一个种子不够时再加。每个消融实验从一种构建出发，换上另一种构建的一个部件。“paper, gpt2's recipe and d_ff” 是完全按 GPT-2 风格模型训练的类论文模型；“gpt2 + RoPE” 是用旋转位置编码代替可学习位置的 GPT-2 风格模型，依此类推（`lm.ABLATIONS`）。标着“构建”的行是完整的构建，供参考；n 是每个均值背后的种子数。
 
-# %% en="61aa0f4630cc"
-sources = {_("build: {name}").format(name=NAMES[arch]): (runs, arch) for arch in lm.ARCHS}
-sources.update({name: (ablations, name) for name in lm.ABLATIONS})
-print(_("Bigram-Backcopy (triggers f, p, w)"))
-print(analysis.ablation_table(sources, "bb"))
-print()
-print(_("Docstring text"))
-print(analysis.ablation_table(sources, "text"))
-
 # %% [markdown] en="c2e70a22b951"
 # **消融实验说明了什么。**
 #
@@ -443,19 +241,6 @@ print(analysis.ablation_table(sources, "text"))
 #
 # 论文说门缓解了*巨量激活*（massive activations）：大模型的残差流里，有少数几个元素比其余的大好几个数量级。论文测的是最大激活的绝对值（M-Act，1053 → 94）。Sun 等 2024 则相对于隐藏状态本身来测：逐层比较最大的幅值 |h| 与幅值的**中位数**。激活超过 100、又约为中位数的 1,000 倍时，他们称之为巨量。在我们这么小的模型里，单看绝对大小说明不了多少：一个处处都大的残差流，最大值也大，里面却没有任何巨量的东西。下面逐层列出各种子上的均值，以及有多少个种子的最大激活落在 BOS 上：
 
-# %% en="350d210869bc"
-for prefix, dataset, name in (("sink/paper", "bb", _("paper-like, strong-sink set-up")),
-                              ("paper", "bb", _("paper-like, the course's set-up, Bigram-Backcopy")),
-                              ("paper", "text", _("paper-like, the course's set-up, text"))):
-    print(name)
-    print(analysis.massive_table(runs, prefix, dataset))
-    print()
-extremes = analysis.massive_extremes(runs)
-print(_("over every layer of every shipped run: max/median from {low:.0f}x ({low_run}) to "
-        "{high:.0f}x ({high_run}); the largest activation at BOS in {at_bos} of {layers} layers").format(
-    low=extremes["lowest"][0], low_run=extremes["lowest"][1], high=extremes["highest"][0],
-    high_run=extremes["highest"][1], at_bos=extremes["at_bos"], layers=extremes["layers"]))
-
 # %% [markdown] en="2add2e48de52"
 # **这里没有什么是巨量的。**在每种设置、构建和变体中，最大激活都只有中位数的大约十倍到一百倍（见表格下面那一行），远未达到 Sun 等所说的千倍，而且只在不到四分之一的层中落在 BOS 上。最大 |h| 达到几百的地方，中位数也很大：那里是整个残差流都大，而不是少数几个元素。所以我们的运行无法检验“门能缓解巨量激活”这条论断：在这些宽度 64 的 2 层模型中，不论有没有门，巨量激活都没有形成。更多的层、更大的宽度或更长的训练会不会让它们形成，我们不知道。Guo 等描述过第一个词元上的“残差状态峰值”（residual-state peak），这是玩具中巨量激活的对应物；表格最后一列表明，这里的最大激活大多不在 BOS 上。
 #
@@ -463,18 +248,8 @@ print(_("over every layer of every shipped run: max/median from {low:.0f}x ({low
 #
 # 论文发现 G1 的门分数大多接近零（表 4 中均值为 0.116）：每个词元只打开每个头输出的一小部分。下面是每个带门变体在验证集上的全部门分数（类论文模型，种子 0），分别在强汇点设置中和文本上：
 
-# %% en="30bcf4699f34"
-plots.gate_histograms(runs, "bb", seed=0, arch="paper", setup="sink")
-
-# %% en="808c0fb074f1"
-plots.gate_histograms(runs, "text", seed=0, arch="paper")
-
 # %% [markdown] en="915079f41ef9"
 # 依赖查询意味着：在有活要干的地方打开。在 Bigram-Backcopy 上，活在触发符处。门在触发符处比在其他地方开得大多少（3 个种子的均值，逐层）？
-
-# %% en="b395901c5f1d"
-for prefix in ("sink/paper", "sink/gpt2", "paper", "gpt2"):
-    print(analysis.gate_at_triggers(runs, prefix))
 
 # %% [markdown] en="788650eaf8f6"
 # 在 Bigram-Backcopy 上，两种设置、两种构建的门都是稀疏的，在触发符处比在别处开得大得多。这与论文一致，但任务本身就是为此构造的：90 % 以上的位置没有东西可复制。在文本上，几乎每个位置都有可以从上下文预测的东西，门一直开着（均值约 0.3）。
@@ -486,69 +261,19 @@ for prefix in ("sink/paper", "sink/gpt2", "paper", "gpt2"):
 #
 # 我们取训练好的类论文模型（强汇点设置，种子 0）的第 0 层，把权重载入**你的** `GatedCausalSelfAttention`，用 `rope=True`（旋转位置编码在那里是现成的代码）：`lm.as_exercise_attention` 把 `linear_q/k/v` 堆叠成你的 `qkv`，再把 `linear_o` 的矩阵放进你的 `out`。这些模型的 W_O 上没有偏置，和你的一样。所以我们先检查：你的模块算出的，恰好就是语言模型算出的东西。
 
-# %% en="8be54d45ba56"
-from exercises.gated_attention import (GatedCausalSelfAttention, fold_static_gate,
-                                       linear_fold_residual, value_output_map)
-
-layer_tokens = lm.validation_tokens(bb_sink)[:64]
-
-
-def trained_layer(gate):
-    """Layer 0 of a trained paper-like model (strong-sink set-up, seed 0) as your module."""
-    model = lm.load_checkpoint("bb", gate, seed=0, setup="sink").double()
-    return analysis.trained_layer(model, layer_tokens, GatedCausalSelfAttention)
-
-
-with torch.no_grad():
-    for gate in ("none", "elementwise", "headwise", "static"):
-        module, x, reference = trained_layer(gate)
-        print(_("{variant}: your module = the LM's layer: {same}").format(
-            variant=pad(analysis.label(gate), 16, ">"), same=torch.allclose(module(x), reference)))
-    ranks = [torch.linalg.matrix_rank(value_output_map(module, h)).item() for h in range(4)]
-print(_("rank of W_V,h W_O,h per head (head_dim = 16):"), ranks)
-
 # %% [markdown] en="91a92e613b1f"
 # **静态标量可以并入 W_O。**σ(g_h)·(y_h W_O,hᵀ) = y_h (σ(g_h) W_O,h)ᵀ：缩放 W_O 中头 h 的那些列，然后去掉门。并入之后不带门的模块算出同样的输出。
-
-# %% en="c1e8fed13726"
-with torch.no_grad():
-    module, x, _reference = trained_layer("static")
-    folded = fold_static_gate(module)
-    print(_("static gates:"), [round(v, 2) for v in torch.sigmoid(module.gate_logit).tolist()])
-    gap = (module(x) - folded(x)).abs().max().item()
-    print(_("static-gated output = folded ungated output (to 1e-12):"), gap < 1e-12)
 
 # %% [markdown] en="3e2050e03bbf"
 # **依赖输入的门无法并入。**对每个头，我们拟合最好的单个矩阵 M（在 64 × 64 个词元上做最小二乘），使 `(weights_h @ x) @ M` 与这个头加到输出上的东西相符。我们报告相对残差：0 表示这个头就是一个线性映射。
 
-# %% en="e261de1cb464"
-with torch.no_grad():
-    for gate in ("none", "static", "headwise", "elementwise"):
-        module, x, _reference = trained_layer(gate)
-        residuals = [linear_fold_residual(module, x, h) for h in range(4)]
-        print(_("{variant}: relative residual of the best linear fold per head:").format(
-            variant=pad(analysis.label(gate), 16, ">")), " ".join(f"{r:.2f}" for r in residuals))
-
 # %% [markdown] en="863d7ba3642a"
 # **门做不到的事：把秩提高到 head_dim 以上。**一个带门的头的输出，不论堆叠多少个词元，都是一个有 head_dim 列的矩阵。它的秩最多是 head_dim，有没有门都一样。笔记 003 声称，对 128 通道的头，门把“秩”从 127.3 提高到 156.8。这不可能：156.8 > 128。论文里也没有这样的数字。收益来自输入到输出的映射变成了非线性的（上面的残差），而不是来自超过头宽度的秩。
-
-# %% en="f03acdd46ec6"
-with torch.no_grad():
-    module, x, _reference = trained_layer("elementwise")
-    y, _weights = module.attend(x)
-    gated = (y * module.gate_scores(x))[..., 0, :].reshape(-1, 16)
-print(_("head 0: {tokens} tokens x {channels} channels, rank {rank} (at most head_dim = 16)").format(
-    tokens=gated.shape[0], channels=gated.shape[1], rank=torch.linalg.matrix_rank(gated).item()))
 
 # %% [markdown] en="22edb3e83ba7"
 # ## 与论文逐项对照
 #
 # 论文的数字（表 4，15B MoE 模型，除非另行说明均为 G1 逐元素）与我们的对照：各种子上的均值，G1 逐元素（或静态标量）对基线，两种构建，强汇点设置和课程的设置。判定一栏对类论文模型套用秩规则，并附上精确 p 值；最后一栏对 GPT-2 风格模型做同样的事。*是*表示每个带门种子都低于每个基线种子。*未显示*表示种子相互重叠，意思是这些种子显示不出效应，而不是没有效应。*只看方向*表示某一边不到 3 个种子（3 种子的运行只有种子 0 做了功能测试）。对门分数，*是*表示均值低于 0.2。我们的困惑度按字符计，论文的按词元计：只比较方向，不比较数值。
-
-# %% en="c4ca6eea8373"
-CASES = [(_("sink bb"), "sink/paper", "sink/gpt2", "bb"), (_("course bb"), "paper", "gpt2", "bb"),
-         (_("text"), "paper", "gpt2", "text")]
-print(analysis.paper_comparison(runs, CASES))
 
 # %% [markdown] en="ab23aeccd648"
 # 论文的数字从哪里来：首词元注意力（F-Attn）、最大激活（M-Act）、门分数均值和与输入无关的门，都来自论文的表 4。困惑度也可以在论文的仓库中查到（`figs/plot_compare.ipynb`：基线 6.026，G1 5.761，G5 6.017）。0.104、且 70 % 低于 0.1，是第三方在发布的 1B 模型上测得的。上面的判定对许多行套用同一条规则，没有做多重比较校正。单独一个 p = 0.05 的“是”只能算提示；经过校正的检验，是多种子实验中的那些。
@@ -603,28 +328,5 @@ print(analysis.paper_comparison(runs, CASES))
 #
 # 我们测量的一切，按构建和设置列出：各种子上的均值，首词元份额另附 [最小值, 最大值]。“触发符处的门”是身为触发符的那些查询的平均门分数（下一个词元是回拷，这里正是注意力有活要干的地方）。“别处的门”是其他所有查询的平均门分数。“最大/中位数”是残差流的最大激活与其中位数之比。n 是种子数。
 
-# %% en="8b4ecc59fa5e"
-for prefix, dataset, name in (("sink/paper", "bb", _("paper-like, strong-sink set-up, Bigram-Backcopy")),
-                              ("sink/gpt2", "bb", _("GPT-2-style, strong-sink set-up, Bigram-Backcopy")),
-                              ("paper", "bb", _("paper-like, the course's set-up, Bigram-Backcopy")),
-                              ("gpt2", "bb", _("GPT-2-style, the course's set-up, Bigram-Backcopy")),
-                              ("paper", "text", _("paper-like, the course's set-up, docstring text")),
-                              ("gpt2", "text", _("GPT-2-style, the course's set-up, docstring text"))):
-    print(name)
-    print(analysis.results_table(runs, prefix, dataset))
-    print()
-
 # %% [markdown] en="ff49ca39b3bd"
 # GPT-2 风格模型种子 0 的功能测试，以及 GPT-2 风格模型的巨量激活表：
-
-# %% en="282064c02d52"
-print(analysis.functional_table(runs, [(_("strong-sink, Bigram-Backcopy"), "sink/gpt2", "bb"),
-                                       (_("course's, Bigram-Backcopy"), "gpt2", "bb"),
-                                       (_("course's, docstring text"), "gpt2", "text")]))
-print()
-for prefix, dataset, name in (("sink/gpt2", "bb", _("GPT-2-style, strong-sink set-up")),
-                              ("gpt2", "bb", _("GPT-2-style, the course's set-up, Bigram-Backcopy")),
-                              ("gpt2", "text", _("GPT-2-style, the course's set-up, text"))):
-    print(name)
-    print(analysis.massive_table(runs, prefix, dataset))
-    print()
