@@ -4,7 +4,9 @@ from __future__ import annotations
 import platform
 import shutil
 import subprocess
+import sys
 from importlib import metadata
+from pathlib import Path
 
 from course.i18n import N_, _
 
@@ -18,7 +20,17 @@ def graphviz_dot() -> str | None:
         done = subprocess.run([path, "-V"], capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.SubprocessError):
         return None
-    return (done.stderr or done.stdout).strip().splitlines()[0] + f" ({path})"
+    return (done.stderr or done.stdout).strip().splitlines()[0] + f" ({_shown_path(path)})"
+
+
+def _shown_path(path: str) -> str:
+    """`path` as the learner knows it: inside the course's environment, from the environment's
+    folder on (.venv/bin/dot), not where the machine keeps it."""
+    prefix = Path(sys.prefix)
+    try:
+        return Path(path).relative_to(prefix.parent).as_posix() if Path(path).is_relative_to(prefix) else path
+    except ValueError:
+        return path
 
 
 def _version(package: str) -> str:

@@ -32,7 +32,7 @@ from course.checks.expected import RecordedReference
 from course.checks.registry import canonical
 from course.checks.problem_text import localised
 from course.columns import width as display_width
-from course.i18n import _
+from course.i18n import _, listed
 
 WIDTH = 80
 
@@ -75,7 +75,7 @@ def run_check(check: Check, package: str = "exercises", session: Session | None 
 def _blocked_reason(failure: Blocked) -> str:
     alone = {"pass": _("right on its own"), "fail": _("also wrong on its own"),
              "untried": _("not tried on its own")}[failure.alone]
-    return _("by {roots}; {alone}").format(roots=", ".join(failure.roots), alone=alone)
+    return _("by {roots}; {alone}").format(roots=listed(failure.roots), alone=alone)
 
 
 def progress(package: str = "exercises", only: list[str] | None = None) -> list[Row]:

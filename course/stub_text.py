@@ -21,8 +21,12 @@ import re
 import tokenize
 from dataclasses import dataclass
 
+from course.i18n import N_
+
 LOCATION = "exercises/*.py"  # where the catalog says these texts are read
 HINT = "Hint: "
+NO_LINE_START = "，。、；：？！）」』”"  # Chinese typesetting: a line never starts with these
+HINT_LABEL = N_("hint")  # what a translated stub writes before a hint: "# 提示：..."
 SKIP_COMMENT = re.compile(r"#\s*(noqa|type:|pragma)|#\s*$")
 CJK = re.compile(r"[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6]")
 
@@ -110,10 +114,11 @@ def width(text: str) -> int:
 def wrap(text: str, columns: int) -> list[str]:
     """`text` in lines of at most `columns` display columns, broken after a space or a CJK
     character (never inside a run of Latin letters or digits), after a full-width punctuation
-    mark where one is near the end of the line."""
+    mark where one is near the end of the line; a line never starts with a closing mark (，。：),
+    which stays at the end of the line before, a column over if need be."""
     lines, line = [], ""
     for token in re.findall(r"[A-Za-z0-9_`'.,:;/()\[\]{}*+\-=<>|!?\"]+ ?|.", text):
-        if line and width(line + token.rstrip()) > columns:
+        if line and width(line + token.rstrip()) > columns and token[0] not in NO_LINE_START:
             cut = max(line.rfind(mark) for mark in "，。；：、）")
             if cut >= len(line) - 12 and cut > 0:
                 line, rest = line[:cut + 1], line[cut + 1:]
@@ -148,7 +153,7 @@ def localize(stub: str, lang: str) -> str:
     for piece in reversed(pieces(stub)):
         translated = catalog.gettext(piece.message)
         if piece.message and translated != piece.message:
-            _replace(lines, piece, translated, catalog.gettext("hint"))
+            _replace(lines, piece, translated, catalog.gettext(HINT_LABEL))
     return "\n".join(lines)
 
 

@@ -36,7 +36,7 @@ import jupytext
 import nbformat
 
 from course import ROOT
-from course.stub_text import CJK, Piece, comments
+from course.stub_text import CJK, HINT_LABEL, Piece, comments
 
 ZH = Path("notebooks") / "src" / "zh"
 CODE_ONLY = re.compile(r"#\s*@(title|param|markdown)\b")  # Colab's form lines: code, not text
@@ -109,7 +109,7 @@ def localize_code(code: str, lang: str) -> str:
             (line, column), (_last, end) = piece.start, piece.end
             lines[line - 1] = lines[line - 1][:column] + translated + lines[line - 1][end:]
         else:
-            _replace(lines, piece, translated, catalog.gettext("hint"))
+            _replace(lines, piece, translated, catalog.gettext(HINT_LABEL))
     return "\n".join(lines)
 
 

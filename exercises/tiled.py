@@ -18,6 +18,8 @@ quadratic. The helpers `key_blocks` and `tile` are given; the exercises are `onl
 """
 import torch
 
+from course.i18n import _  # errors in the learner's language
+
 from .softmax import scaled_scores
 
 
@@ -27,7 +29,7 @@ def key_blocks(n: int, block: int) -> list[slice]:
     key_blocks(10, 4) -> [slice(0, 4), slice(4, 8), slice(8, 10)]
     """
     if block < 1:
-        raise ValueError(f"a block holds at least one entry, not {block}")
+        raise ValueError(_("a block holds at least one entry, not {block}").format(block=block))
     return [slice(start, min(start + block, n)) for start in range(0, n, block)]
 
 

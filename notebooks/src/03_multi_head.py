@@ -171,7 +171,7 @@ print("linear_q(x)         ", tuple(q.shape), "   (B, L, N_head*c)")
 q, k, v = (split_heads(layer(x), mha.N_head) for layer in (mha.linear_q, mha.linear_k, mha.linear_v))
 print("split_heads         ", tuple(q.shape), "(B, N_head, L, c)")
 scores = q @ k.transpose(-2, -1) / math.sqrt(mha.c)
-print(_("scores              "), tuple(scores.shape), "(B, N_head, L, L): one matrix per head")
+print(_("scores              "), tuple(scores.shape), _("(B, N_head, L, L): one matrix per head"))
 heads_out = torch.softmax(scores, dim=-1) @ v
 print(_("weights @ v         "), tuple(heads_out.shape), "(B, N_head, L, c)")
 merged = merge_heads(heads_out)

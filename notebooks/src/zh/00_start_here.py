@@ -37,7 +37,7 @@
 #
 # 你打开的笔记本已经用参考答案运行过，所以每个检查单元都显示 `PASS`。你亲自运行检查单元时，检查的才是*你的*代码。想一次检查所有练习，就在课程文件夹的终端里运行 `make check`：每个练习占一行，标明 `PASS`、`FAIL`、`BLOCKED`（附上阻塞它的检查）或 `TODO`，随后列出每个 `FAIL` 的完整信息；`make check ONLY=01.scaled_scores` 只显示一个检查的完整信息。
 #
-# <!-- zh-only: README.md -->（中文版的检查信息、提示和 `make check` 的表格都是中文，用例名也译成了中文（其中的形状和代码照原样）。`PASS`、`FAIL`、`BLOCKED`、`TODO` 和检查编号在两种语言里都不变，评分程序读的就是它们。说明比较结果的那一行也是中文，只保留标签和公式，例如 `output 形状 (1, 2) 符合预期；max |expected - got| = 0.293（容差 1e-09 + 1e-07*|expected|）`。仍是英文的只有：Python 的报错文字，以及少数几个检查的探测结果，例如 `output holds 2 NaN/inf values`。）
+# <!-- zh-only: README.md -->（中文版的检查信息、提示和 `make check` 的表格都是中文，用例名也译成了中文（其中的形状和代码照原样）。`PASS`、`FAIL`、`BLOCKED`、`TODO` 和检查编号在两种语言里都不变，评分程序读的就是它们；同样不变的还有 PASS 一行末尾的 `(16 cases)` 和 BLOCKED 一行里的 `by`，这两行也由评分程序读取。说明比较结果的那一行也是中文，只保留标签和公式，例如 `output 形状 (1, 2) 符合预期；max |expected - got| = 0.293（容差 1e-09 + 1e-07*|expected|）`。仍是英文的只有：Python 的报错文字，以及少数几个检查的探测结果，例如 `output holds 2 NaN/inf values`。）
 
 # %% [markdown] en="826aca318975"
 # ## 你的环境
@@ -86,7 +86,7 @@
 # | gate, gating | 门，门控 | sigmoid(linear(x))，按通道乘到注意力输出上 |
 # | sigmoid | S 型函数（sigmoid） | 1/(1+e^(−x))，取值在 0 与 1 之间 |
 # | softmax | softmax（归一化指数） | 先取指数，再除以总和 |
-# | attention sink | 注意力汇点（简称汇点） | 内容上毫无理由、却吸走大量注意力权重的词元（常常是第一个）；不要与 d2l 的注意力汇点（attention pooling）混淆 |
+# | attention sink | 注意力汇点（简称汇点） | 内容上毫无理由、却吸走大量注意力权重的词元（常常是第一个）；不要与 d2l 中的“注意力汇聚”（attention pooling，即对值的加权汇总）混淆 |
 # | mutation test | 变异测试 | 故意把参考实现改坏；好的检查必须察觉 |
 #
 # ## 小结
