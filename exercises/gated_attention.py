@@ -19,8 +19,6 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from course.i18n import _  # errors in the learner's language
-
 from .attention import attention_weights, causal_mask
 from .tiny_lm import apply_rope  # given code, no exercise
 
@@ -43,7 +41,7 @@ class GatedCausalSelfAttention(nn.Module):
     def __init__(self, d_model: int, n_heads: int, gate: str = "elementwise", rope: bool = False):
         super().__init__()
         if gate not in GATES:
-            raise ValueError(_("gate must be one of {gates}, got {gate!r}").format(gates=GATES, gate=gate))
+            raise ValueError(f"gate must be one of {GATES}, got {gate!r}")
         self.n_heads, self.head_dim, self.gate = n_heads, d_model // n_heads, gate
         self.rope = rope
         self.qkv = nn.Linear(d_model, 3 * d_model, bias=False)

@@ -49,8 +49,6 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from course.i18n import _  # errors in the learner's language
-
 GATES = ("none", "elementwise", "headwise", "static")
 ARCHS = ("paper", "gpt2")
 # what each architecture uses unless a config says otherwise (the ablations change one at a time)
@@ -106,7 +104,7 @@ class _Gate(nn.Module):
 
     def _make_gate(self, d_model: int, n_heads: int, head_dim: int, gate: str, bias: bool):
         if gate not in GATES:
-            raise ValueError(_("gate must be one of {gates}, got {gate!r}").format(gates=GATES, gate=gate))
+            raise ValueError(f"gate must be one of {GATES}, got {gate!r}")
         self.gate = gate
         if gate in ("elementwise", "headwise"):
             gate_width = head_dim if gate == "elementwise" else 1
@@ -219,14 +217,14 @@ class TinyLM(nn.Module):
                  biases: bool | None = None, tied: bool | None = None):
         super().__init__()
         if arch not in ARCHS:
-            raise ValueError(_("arch must be one of {archs}, got {arch!r}").format(archs=ARCHS, arch=arch))
+            raise ValueError(f"arch must be one of {ARCHS}, got {arch!r}")
         d_ff = d_ff or (4 if arch == "paper" else 2) * d_model  # the shipped widths: 256 and 128
         given = dict(norm=norm, positions=positions, gate_bias=gate_bias, init=init,
                      biases=biases, tied=tied)
         chosen = {**ARCH_DEFAULTS[arch], **SHARED_DEFAULTS,
                   **{k: v for k, v in given.items() if v is not None}}
         if chosen["init"] not in INITS:
-            raise ValueError(_("init must be one of {inits}, got {init!r}").format(inits=INITS, init=chosen["init"]))
+            raise ValueError(f"init must be one of {INITS}, got {chosen['init']!r}")
         self.config = dict(vocab_size=vocab_size, max_len=max_len, d_model=d_model,
                            n_heads=n_heads, n_layers=n_layers, d_ff=d_ff, gate=gate, arch=arch,
                            **chosen)

@@ -7,8 +7,6 @@ One module with AlphaFold2's knobs (as in alphafold-decoded's mha.py, written an
 import torch
 from torch import nn
 
-from course.i18n import _  # errors in the learner's language
-
 from .attention import scaled_dot_product_attention
 
 
@@ -38,11 +36,10 @@ def key_mask_to_flags(mask: torch.Tensor) -> torch.Tensor:
     every query can be written as. A causal mask, which differs per query, raises ValueError.
     """
     if mask.ndim < 2:
-        raise ValueError(_("a lesson-02 mask has a query and a key axis, got shape {shape}").format(
-            shape=tuple(mask.shape)))
+        raise ValueError(f"a lesson-02 mask has a query and a key axis, got shape {tuple(mask.shape)}")
     if not bool((mask == mask[..., :1, :]).all()):
-        raise ValueError(_("this mask differs between queries (a causal mask?): it has no "
-                           "one-flag-per-position form; pass it to scaled_dot_product_attention"))
+        raise ValueError("this mask differs between queries (a causal mask?): it has no "
+                         "one-flag-per-position form; pass it to scaled_dot_product_attention")
     return mask[..., 0, :]
 
 
@@ -126,7 +123,7 @@ class MultiHeadAttention(nn.Module):
             attention_mask = attention_mask.movedim(mask_dim, -1)
         if self.is_global:
             if bias is not None:
-                raise ValueError(_("global attention takes no bias (AF2 gives it none)"))
+                raise ValueError("global attention takes no bias (AF2 gives it none)")
             o = self._global_attention(x, attention_mask)
         else:
             o = self._attention(x, bias, attention_mask)

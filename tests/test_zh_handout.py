@@ -43,7 +43,12 @@ def program(source: str) -> str:
             body[0].value.value = ""
         if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args \
                 and isinstance(node.exc.args[0], ast.Constant) and isinstance(node.exc.args[0].value, str):
-            node.exc.args[0].value = repr(parse_stub_message(node.exc.args[0].value) or node.exc.args[0].value)
+            stub = parse_stub_message(node.exc.args[0].value)  # NotImplementedError's, read back
+            node.exc.args[0].value = repr(stub) if stub else "an error's message"
+        elif isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args \
+                and isinstance(node.exc.args[0], ast.JoinedStr):  # its {expressions}, in any order
+            node.exc.args[0] = ast.Tuple([ast.Constant(e) for e in sorted(
+                ast.dump(v) for v in node.exc.args[0].values if isinstance(v, ast.FormattedValue))])
     return ast.dump(tree)
 
 
@@ -68,6 +73,23 @@ def test_what_a_chinese_stub_says_is_chinese(stubs):
         assert "# Hint:" not in text and ("# 提示：" in text) == ("# Hint:" in english[name]), name
         for message in re.findall(r'NotImplementedError\("([^"]*)"\)', text):
             assert HAN.search(message) and parse_stub_message(message), message
+
+
+def test_the_errors_a_chinese_stub_raises_are_chinese(stubs):
+    """The 8 errors the stubs' given code raises (a wrong gate, arch or init, a lesson-02 mask the
+    helper cannot read, a block of 0...), in Chinese, their {expressions} unchanged."""
+    english, chinese = stubs
+    found = []
+    for name in english:
+        en = [p for p in pieces(english[name]) if p.kind == "error"]
+        zh = [p for p in pieces(chinese[name]) if p.kind == "error"]
+        assert len(en) == len(zh), name
+        for a, b in zip(en, zh):
+            assert HAN.search(b.message), (name, a.message)
+            assert sorted(re.findall(r"\{[^{}]*\}", a.message)) == sorted(re.findall(r"\{[^{}]*\}", b.message))
+            found.append(b.message)
+        compile(chinese[name], name, "exec")
+    assert len(found) == 8, found
 
 
 def test_the_checks_read_a_stub_in_either_language():

@@ -147,8 +147,8 @@ print(flags)
 print(_("and back, equal:"), torch.equal(flags_to_key_mask(flags), lesson02_mask))
 try:
     key_mask_to_flags(torch.ones(5, 5, dtype=torch.bool).tril())
-except ValueError as error:
-    print(_("causal mask:"), error)
+except ValueError as error:  # the error as the learner's stub words it (the catalog has it)
+    print(_("causal mask:"), _(str(error)))
 
 # %% tags=["check"]
 from course.checks.lesson03 import check_multi_head_attention
