@@ -87,18 +87,28 @@ reference: $(STAMP)
 
 # Grade a class: every subfolder of SUBMISSIONS is one student's exercises/ (or course copy). The
 # class lives beside the course (SUBMISSIONS, OUT, ROSTER, SEED_FILE outside it, e.g. ../class/).
-# Optional: JOBS=2 (students in parallel), LESSONS=00-02 (a subset), FULL=1 (every notebook cell
-# under strict nbval, slow), UNSAFE=1 (no bubblewrap sandbox; every report says so),
-# STUDENTS="ada bob" (regrade those folders into an existing OUT; one name per line for names
-# with spaces) or STUDENTS_FILE=<file> (one name per line), SHARD=K/N (a share of the class, into
-# its own OUT), ROSTER=roster.csv (LMS files; OUT keeps it), PER_LESSON=1 (LMS files per lesson,
-# PER_LESSON=0 turns them off), SEED_FILE=<file>. Into an OUT that holds a class, it grades what
-# OUT lacks (a stopped run resumes), as OUT's class was graded (its lessons, points and limits).
-# STUDENTS reaches the grader through the environment, whole. See docs/instructors.md.
+# Optional: JOBS=2 (students in parallel), LESSONS=00-02 (a subset), ASSIGNMENT="..." (the LMS
+# column's title; default from LESSONS), POINTS=points.toml (points per check), FULL=1 (every
+# notebook cell under strict nbval, slow), UNSAFE=1 (no bubblewrap sandbox; every report says
+# so), STUDENTS="ada bob" (regrade those folders into an existing OUT; one name per line for names
+# with spaces) or STUDENTS_FILE=<file> (one name per line), ONLY=<check id> (with STUDENTS: run
+# that one check for them, sandboxed, and print its whole result; OUT is not changed),
+# SHARD=K/N (a share of the class, into its own OUT), ROSTER=roster.csv (LMS files; OUT keeps
+# it), PER_LESSON=1 (LMS files per lesson, PER_LESSON=0 turns them off), SEED_FILE=<file>. Into
+# an OUT that holds a class, it grades what OUT lacks and the students whose files changed (a
+# stopped run resumes, a second collect is graded), as OUT's class was graded (its lessons,
+# points and limits). Without SUBMISSIONS: a rescore of OUT from its records (POINTS=, ROSTER=,
+# ASSIGNMENT=, PER_LESSON=; no student code runs). STUDENTS reaches the grader through the
+# environment, whole. See docs/instructors.md.
 grade: $(STAMP)
-	@if [ -z "$(strip $(SUBMISSIONS))" ] || [ -z "$(strip $(OUT))" ]; then \
-	  echo "usage: make grade SUBMISSIONS=<dir> OUT=<dir> [JOBS=n] [LESSONS=00-02] [FULL=1] [STUDENTS=\"ada bob\"] [STUDENTS_FILE=<file>] [SHARD=K/N] [ROSTER=roster.csv] [PER_LESSON=1] [SEED_FILE=<file>]" >&2; exit 2; fi
-	$(BIN)/python -m course.grading --submissions "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(LESSONS),--lessons $(LESSONS)) $(if $(FULL),--full) $(if $(UNSAFE),--unsafe-no-sandbox) $(if $(STUDENTS),--students "$$STUDENTS") $(if $(STUDENTS_FILE),--students-file "$(STUDENTS_FILE)") $(if $(SHARD),--shard $(SHARD)) $(if $(ROSTER),--roster "$(ROSTER)") $(if $(filter 1 yes true,$(PER_LESSON)),--per-lesson)$(if $(filter 0 no false,$(PER_LESSON)),--no-per-lesson) $(if $(SEED_FILE),--seed-file "$(SEED_FILE)")
+	@if [ -z "$(strip $(OUT))" ]; then \
+	  echo "usage: make grade SUBMISSIONS=<dir> OUT=<dir> [JOBS=n] [LESSONS=00-02] [ASSIGNMENT=title] [POINTS=file] [FULL=1] [STUDENTS=\"ada bob\"] [STUDENTS_FILE=<file>] [ONLY=<check>] [SHARD=K/N] [ROSTER=roster.csv] [PER_LESSON=1] [SEED_FILE=<file>]" >&2; \
+	  echo "   or: make grade OUT=<dir> POINTS=<file> | ROSTER=<file> | ASSIGNMENT=<title>   (a rescore from OUT's records)" >&2; exit 2; fi
+ifeq ($(strip $(SUBMISSIONS)),)
+	$(LOCALE)$(if $(ZH),COURSE_LANG=zh_CN )$(BIN)/python -m course.grading rescore --out "$(OUT)" $(if $(POINTS),--points "$(POINTS)") $(if $(ROSTER),--roster "$(ROSTER)") $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") $(if $(filter 1 yes true,$(PER_LESSON)),--per-lesson)$(if $(filter 0 no false,$(PER_LESSON)),--no-per-lesson)
+else
+	$(LOCALE)$(if $(ZH),COURSE_LANG=zh_CN )$(BIN)/python -m course.grading --submissions "$(SUBMISSIONS)" --out "$(OUT)" $(if $(JOBS),--jobs $(JOBS)) $(if $(LESSONS),--lessons $(LESSONS)) $(if $(ASSIGNMENT),--assignment "$(ASSIGNMENT)") $(if $(POINTS),--points "$(POINTS)") $(if $(FULL),--full) $(if $(UNSAFE),--unsafe-no-sandbox) $(if $(STUDENTS),--students "$$STUDENTS") $(if $(STUDENTS_FILE),--students-file "$(STUDENTS_FILE)") $(if $(ONLY),--only "$(ONLY)") $(if $(SHARD),--shard $(SHARD)) $(if $(ROSTER),--roster "$(ROSTER)") $(if $(filter 1 yes true,$(PER_LESSON)),--per-lesson)$(if $(filter 0 no false,$(PER_LESSON)),--no-per-lesson) $(if $(SEED_FILE),--seed-file "$(SEED_FILE)")
+endif
 
 # Merge the OUT folders of a class graded in shards (make grade ... SHARD=K/N) into one OUT:
 # the gradebook, reports and feedback of one run. Optional: ROSTER=roster.csv (Canvas and Moodle
@@ -107,10 +117,11 @@ grade: $(STAMP)
 grade-merge: $(STAMP)
 	@if [ -z "$(strip $(PARTS))" ] || [ -z "$(strip $(OUT))" ]; then \
 	  echo "usage: make grade-merge PARTS=\"OUT1 OUT2 ...\" OUT=<dir> [ROSTER=roster.csv] [PER_LESSON=1]" >&2; exit 2; fi
-	$(BIN)/python -m course.grading merge --parts $(PARTS) --out "$(OUT)" $(if $(ROSTER),--roster "$(ROSTER)") $(if $(filter 1 yes true,$(PER_LESSON)),--per-lesson)$(if $(filter 0 no false,$(PER_LESSON)),--no-per-lesson)
+	$(LOCALE)$(if $(ZH),COURSE_LANG=zh_CN )$(BIN)/python -m course.grading merge --parts $(PARTS) --out "$(OUT)" $(if $(ROSTER),--roster "$(ROSTER)") $(if $(filter 1 yes true,$(PER_LESSON)),--per-lesson)$(if $(filter 0 no false,$(PER_LESSON)),--no-per-lesson)
 
 # Turn an LMS's bulk download of the submissions (Canvas's or Moodle's "Download all
-# submissions" zip, or its unpacked folder) into one folder per student for make grade.
+# submissions" zip, or its unpacked folder) into one folder per student for make grade. Into a
+# folder an earlier collect made, a later download adds new students and replaces changed files.
 # See docs/instructors.md.
 collect: $(STAMP)
 	@if [ -z "$(strip $(FROM))" ] || [ -z "$(strip $(SUBMISSIONS))" ]; then \

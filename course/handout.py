@@ -42,8 +42,9 @@ from course.workspace import SKIP
 # the one list of what the release leaves out (paths relative to the course root): what stays
 # with the instructor, the grader (course/grading/, with its points file and hidden-case specs)
 # and what only the grader uses (its benchmark, its container image)
-EXCLUDE = {"solutions", "tests", "docs", ".ci", "course/grading", "course/release/README.md",
-           "course/release/README.zh-CN.md", "scripts/bench_grade.py",
+EXCLUDE = {"solutions", "tests", "docs", ".ci", "course/grading", "course/claims",  # reads docs/
+           "course/release/README.md", "course/release/README.zh-CN.md", "scripts/bench_grade.py",
+           "scripts/bench_class_page.py",
            "scripts/measure_first_messages.py", "scripts/suite_time.py", "scripts/bench_notebooks.py",
            "scripts/bench_lesson09.py", "scripts/record_gpu_run09.py",  # they time the solutions'
            "Dockerfile", ".dockerignore"}

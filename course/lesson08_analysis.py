@@ -8,17 +8,19 @@ the text a cell prints, so that tests can reach every rule the lesson applies.
 """
 from __future__ import annotations
 
-import math
-
 import torch
 
+from course import lesson08_statistics as stats
 from course.columns import pad
 from course.i18n import N_, _
 from course.lm_training import VARIANTS
 
 # the verdict of "gate scores are sparse": a mean gate score below this (the paper: about 0.12)
 SPARSE_MEAN = 0.2
-MIN_SEEDS = 3  # a verdict on a comparison needs this many seeds of each side
+# Sun et al. 2024 call an activation massive when it is about 1,000 times the median |h|
+MASSIVE_RATIO = 1000
+MIN_SEEDS = 3  # the rank rule needs this many seeds of each side
+TEST_SEEDS = 5  # the two-sided exact test needs this many seeds of each side
 
 
 # ------------------------------------------------------------------------------ seeds
@@ -58,18 +60,32 @@ def mean(xs) -> float | None:
 # ---------------------------------------------------------------------------- verdicts
 def verdict_lower(runs: dict, prefix: str, dataset: str, key: str,
                   gated: str = "elementwise", base: str = "none") -> str:
-    """The lesson's rule for "the gate lowers `key`": yes when every gated seed is below every
-    baseline seed, then by how much (the ratio of the means, and its range over seed pairings;
-    for the loss, the difference) and the one-sided exact Mann-Whitney p (the rule with 3 seeds
-    against 3 is p = 0.05, the smallest p 3 against 3 allows); "not shown" when the seeds overlap;
-    "direction only" with fewer than MIN_SEEDS seeds of either."""
+    """The lesson's verdict on "the gate lowers `key`", by the seeds there are:
+    - fewer than MIN_SEEDS of either: "direction only";
+    - MIN_SEEDS or more but fewer than TEST_SEEDS of either: the rank rule, yes when every gated
+      seed is below every baseline seed, with the ratio of the means and its range over seed
+      pairings (for the loss, the difference) and the one-sided exact Mann-Whitney p (3 against
+      3: 0.05, the smallest p 3 against 3 allows); "not shown" when the seeds overlap;
+    - TEST_SEEDS or more of both: the two-sided exact Mann-Whitney test at ALPHA, with the ratio
+      of the means (gated / baseline) and its bootstrap interval (for the loss, the difference)."""
     lo, hi = values(runs, prefix, dataset, gated, key), values(runs, prefix, dataset, base, key)
     if not lo or not hi:
         return _("not measured")
     if min(len(lo), len(hi)) < MIN_SEEDS:
         direction = _("lower") if mean(lo) < mean(hi) else _("not lower")
         return _("direction only: {direction} (< {n} seeds)").format(direction=direction, n=MIN_SEEDS)
-    p = mann_whitney(lo, hi)[1]
+    if min(len(lo), len(hi)) >= TEST_SEEDS:
+        p = stats.mann_whitney(lo, hi)[1]
+        if p > ALPHA:
+            return _("not shown, two-sided p = {p:.2g}").format(p=p)
+        if mean(lo) > mean(hi):
+            return _("no (higher), two-sided p = {p:.2g}").format(p=p)
+        ratio = None if key == "val_loss" else stats.bootstrap_ratio(lo, hi)
+        if ratio is None:
+            return _("yes, {delta:+.3f}, two-sided p = {p:.2g}").format(delta=mean(lo) - mean(hi), p=p)
+        return _("yes, ratio {r:.2f} [{a:.2f}, {b:.2f}], two-sided p = {p:.2g}").format(
+            r=ratio[0], a=ratio[1], b=ratio[2], p=p)
+    p = stats.mann_whitney(lo, hi, "less")[1]
     if max(lo) < min(hi):
         if key == "val_loss" or min(lo) <= 0:
             return _("yes, {delta:+.3f}, p = {p:.2g}").format(delta=mean(lo) - mean(hi), p=p)
@@ -225,6 +241,26 @@ def massive_extremes(runs: dict) -> dict:
             "at_bos": sum(at_bos for *_, at_bos in layers), "layers": len(layers)}
 
 
+def largest_activations(runs: dict, cases, gates=VARIANTS) -> str:
+    """The paper's measure at toy scale (M-Act: the largest |h|, here over both layers), per
+    case (name, run-key prefix, dataset) and variant: mean [min, max] over the seeds, and for
+    each gated variant whether its seeds overlap the baseline's (some gated seed at or above the
+    lowest baseline seed). Then the largest |h| of any run, with that layer's median."""
+    lines = [f"{pad(_('set-up'), 34)} " + " ".join(pad(label(g), 22, ">") for g in gates)
+             + f" {pad(_('seeds overlap'), 15, '>')}"]
+    for name, prefix, dataset in cases:
+        found = {g: values(runs, prefix, dataset, g, "largest_activation") for g in gates}
+        base = found[gates[0]]
+        overlap = [g for g in gates[1:] if found[g] and base and max(found[g]) >= min(base)]
+        lines.append(f"{pad(name, 34)} " + " ".join(f"{_spread(found[g], '.0f'):>22}" for g in gates)
+                     + f" {len(overlap):>11} / {sum(bool(found[g]) for g in gates[1:])}")
+    top = max((layer["top"][0], layer["median"], key) for key, m in runs.items()
+              for layer in m.get("massive_activations_per_layer") or [])
+    lines.append(_("the largest |h| of any run: {top:.0f} ({key}), where that layer's median |h| is "
+                   "{median:.1f}").format(top=top[0], key=top[2], median=top[1]))
+    return "\n".join(lines)
+
+
 # -------------------------------------------------------------------- the sink search
 def search_with_setups(search: dict, runs: dict, setups: dict, seeds=(0, 1, 2)) -> dict:
     """The sink search with the baselines of the main comparison's set-ups (setups: {name: its
@@ -335,15 +371,25 @@ PAPER_CLAIMS = (
 PAPER_SPARSITY = N_("mean 0.116; released 1B: 0.10, 70% < 0.1")
 
 
-def _claim_rows(runs: dict, cases, claim: str, paper: str, key: str, fmt: str, gated: str) -> list:
+def _claim_rows(runs: dict, cases, claim: str, paper: str, key: str, fmt: str, gated: str,
+                verdict=verdict_lower) -> list:
     rows = []
     for i, (case, ours, gpt2, dataset) in enumerate(cases):
+        other = "" if gpt2 is None else (f"{pair(runs, gpt2, dataset, key, fmt, gated=gated)}: "
+                                         f"{verdict(runs, gpt2, dataset, key, gated=gated)}")
         rows.append((_(claim) if i == 0 else "", _(paper) if i == 0 else "",
                      f"{case} {pair(runs, ours, dataset, key, fmt, gated=gated)}",
-                     verdict_lower(runs, ours, dataset, key, gated=gated),
-                     f"{pair(runs, gpt2, dataset, key, fmt, gated=gated)}: "
-                     f"{verdict_lower(runs, gpt2, dataset, key, gated=gated)}"))
+                     verdict(runs, ours, dataset, key, gated=gated), other))
     return rows
+
+
+def _none_massive(runs: dict, prefix: str, dataset: str, key: str, gated: str) -> str:
+    """The verdict on Sun et al.'s measure: whether any seed reaches MASSIVE_RATIO."""
+    found = values(runs, prefix, dataset, "none", key) + values(runs, prefix, dataset, gated, key)
+    if not found:
+        return _("not measured")
+    return _("none form (< {ratio:,}x)").format(ratio=MASSIVE_RATIO) if max(found) < MASSIVE_RATIO \
+        else _("massive ({top:.0f}x)").format(top=max(found))
 
 
 def paper_rows(runs: dict, cases) -> list[tuple[str, str, str, str, str]]:
@@ -356,15 +402,14 @@ def paper_rows(runs: dict, cases) -> list[tuple[str, str, str, str, str]]:
         rows += _claim_rows(runs, cases, claim, paper, key, fmt, "elementwise")
     rows += _claim_rows(runs, cases, N_("input-independent gate"), N_("0.467 -> 0.364 (1/1.3)"),
                         "first_token_share", ".3f", "static")
-    for i, (case, ours, gpt2, dataset) in enumerate(cases):
-        rows.append((_("massive activations") if i == 0 else "", _("M-Act 1053 -> 94") if i == 0 else "",
-                     f"{case} {pair(runs, ours, dataset, 'massive_ratio', '.0f')}",
-                     _("not testable (none form)"), _("max/median {pair}").format(
-                         pair=pair(runs, gpt2, dataset, "massive_ratio", ".0f"))))
+    rows += _claim_rows(runs, cases, N_("largest |h| (M-Act)"), N_("M-Act 1053 -> 94"),
+                        "largest_activation", ".0f", "elementwise")
+    rows += _claim_rows(runs, cases, N_("max/median (Sun et al.)"), N_("(not measured)"),
+                        "massive_ratio", ".0f", "elementwise", verdict=_none_massive)
     for i, (case, ours, gpt2, dataset) in enumerate(cases):
         rows.append((_("gate scores sparse") if i == 0 else "", _(PAPER_SPARSITY) if i == 0 else "",
                      f"{case} {sparse(runs, ours, dataset)}", sparse_verdict(runs, ours, dataset),
-                     f"{sparse(runs, gpt2, dataset)}: {sparse_verdict(runs, gpt2, dataset)}"))
+                     "" if gpt2 is None else f"{sparse(runs, gpt2, dataset)}: {sparse_verdict(runs, gpt2, dataset)}"))
     rows += [(_("static scalar folds"), _("(algebra)"), _("folds into W_O exactly (above)"),
               _("yes (algebra)"), _("same")),
              (_("non-linearity"), _("gate breaks the W_V W_O linear map"),
@@ -374,50 +419,25 @@ def paper_rows(runs: dict, cases) -> list[tuple[str, str, str, str, str]]:
 
 def paper_comparison(runs: dict, cases) -> str:
     """paper_rows as the table the lesson prints."""
-    lines = [f"{pad(_('claim'), 24)} | {pad(_('paper'), 40)} | {pad(_('paper-like build'), 31)} | "
-             f"{pad(_('reproduces?'), 44)} | {_('GPT-2-style build')}"]
+    lines = [f"{pad(_('claim'), 24)} | {pad(_('paper'), 40)} | {pad(_('paper-like build'), 36)} | "
+             f"{pad(_('reproduces?'), 50)} | {_('GPT-2-style build')}"]
     for claim, paper, ours, verdict, gpt2 in paper_rows(runs, cases):
-        lines.append(f"{pad(claim, 24)} | {pad(paper, 40)} | {pad(ours, 31)} | "
-                     f"{pad(verdict, 44)} | {gpt2}")
+        lines.append(f"{pad(claim, 24)} | {pad(paper, 40)} | {pad(ours, 36)} | "
+                     f"{pad(verdict, 50)} | {gpt2}")
     return "\n".join(lines)
 
 
 # ------------------------------------------------------------------------- statistics
-def _u_counts(n1: int, n2: int) -> list[int]:
-    """How many of the C(n1 + n2, n1) orderings of two samples without ties give each value of
-    U (the number of pairs where the first sample's value is the smaller), U = 0 .. n1 n2."""
-    counts = [[[1] if i == 0 or j == 0 else None for j in range(n2 + 1)] for i in range(n1 + 1)]
-    for i in range(1, n1 + 1):
-        for j in range(1, n2 + 1):
-            # the largest value of all is either the first sample's (it beats none of the
-            # second's) or the second's (every one of the first's i values is below it: + i)
-            a, b = counts[i - 1][j], counts[i][j - 1]
-            row = [0] * (i * j + 1)
-            for u, c in enumerate(a):
-                row[u] += c
-            for u, c in enumerate(b):
-                row[u + i] += c
-            counts[i][j] = row
-    return counts[n1][n2]
-
-
+# (course.lesson08_statistics holds the tests; these are the names the lesson's tables use)
 def mann_whitney(lower, higher) -> tuple[float, float]:
-    """One-sided exact Mann-Whitney U test that `lower` tends to lie below `higher`: returns
-    (U, p), U = the number of pairs (x in lower, y in higher) with x < y (ties count 1/2), p =
-    the chance of a U at least this large if both samples came from one distribution (exact,
-    from the distribution without ties). Every x below every y gives the smallest p there is,
-    1 / C(n1 + n2, n1): 0.05 for 3 against 3, 0.004 for 5 against 5."""
-    lower, higher = list(lower), list(higher)
-    u = sum(1.0 if x < y else 0.5 if x == y else 0.0 for x in lower for y in higher)
-    counts = _u_counts(len(lower), len(higher))
-    tail = sum(c for value, c in enumerate(counts) if value >= u)
-    return u, tail / sum(counts)
+    """One-sided exact Mann-Whitney U test that `lower` tends to lie below `higher`: (U, p), U
+    the pairs (x in lower, y in higher) with x < y. Every x below every y gives the smallest p
+    there is, 1 / C(n1 + n2, n1): 0.05 for 3 against 3."""
+    return stats.mann_whitney(lower, higher, "less")
 
 
-def smallest_p(n1: int, n2: int) -> float:
-    """The smallest p the exact test can give with n1 against n2 seeds (every seed of one side
-    below every seed of the other): 1 / C(n1 + n2, n1)."""
-    return 1 / math.comb(n1 + n2, n1)
+def smallest_p(n1: int, n2: int, alternative: str = "two-sided") -> float:
+    return stats.smallest_p(n1, n2, alternative)
 
 
 def ratio_range(higher, lower) -> tuple[float, float, float]:
@@ -432,7 +452,7 @@ def ratio_range(higher, lower) -> tuple[float, float, float]:
 # and an arm in place of the variant (the four variants and "wider").
 ARM_LABELS = {"none": N_("baseline"), "elementwise": N_("G1 elementwise"),
               "headwise": N_("G1 headwise"), "static": N_("static scalar"),
-              "wider": N_("baseline, wider FFN")}
+              "wider": N_("wider baseline")}
 SETUP_LABELS = {"course": N_("the course's set-up"), "sink": N_("the strong-sink set-up")}
 WINDOW = "8"  # the window of the StreamingLLM test the tables print
 # measurements derived from a run's metrics, read by values() like the stored ones
@@ -443,23 +463,33 @@ DERIVED = {
     "window_cost": lambda m: m["loss_window"][WINDOW] - m["val_loss"],
     "window_bos_cost": lambda m: m["loss_window_bos"][WINDOW] - m["val_loss"],
     "value_drain0": lambda m: mean(m["value_drain"][0]),
+    # the paper's M-Act, at toy scale: the largest |h| of the residual stream over the layers
+    "largest_activation": lambda m: max(layer["top"][0] for layer in m["massive_activations_per_layer"]),
 }
 KEY_LABELS = {"first_token_share": N_("share on BOS"), "layer0_share": N_("layer 0 share"),
               "bos_cost": N_("cost of blocking BOS"), "value_zeroed_cost": N_("cost of zeroing v_BOS"),
               "window_cost": N_("window cost"), "window_bos_cost": N_("window + BOS cost"),
               "value_drain0": N_("|v_BOS| / |v|"), "val_loss": N_("val loss"),
-              "sink_rate": N_("sink rate")}
-# (measure, arm expected lower, arm expected higher): the paper's claim, in each set-up
+              "sink_rate": N_("sink rate"), "largest_activation": N_("largest |h|")}
+# (measure, first arm, second arm): the paper's claim, G1 elementwise against the baseline, in
+# each set-up
 PRIMARY = (("first_token_share", "elementwise", "none"), ("bos_cost", "elementwise", "none"))
-# the controls, printed with their p-values as description
-CONTROLS = (("first_token_share", "static", "none"), ("first_token_share", "elementwise", "static"),
-            ("first_token_share", "headwise", "none"), ("first_token_share", "elementwise", "wider"),
-            ("bos_cost", "static", "none"), ("bos_cost", "elementwise", "static"),
-            ("bos_cost", "headwise", "none"), ("bos_cost", "elementwise", "wider"))
+# the controls, in each set-up: the baseline as large as the gated model (does the gate only add
+# parameters?), the static scalar (the paper's input-independent gate: does the gate need the
+# token?), and G1 headwise
+CONTROLS = tuple((key, first, second) for key in ("first_token_share", "bos_cost")
+                 for first, second in (("elementwise", "wider"), ("wider", "none"), ("static", "none"),
+                                       ("elementwise", "static"), ("headwise", "none")))
 EXPERIMENT_PREFIXES = {"course": "experiment/paper", "sink": "experiment/sink/paper"}
 # the 3-seed runs of the same build and data, in the same two set-ups
 SHIPPED_PREFIXES = {"course": "paper", "sink": "sink/paper"}
 ALPHA = 0.05
+
+
+def family_size(tests, prefixes=EXPERIMENT_PREFIXES) -> int:
+    """The number of comparisons a family of tests makes over the set-ups (its Bonferroni
+    divisor): planned comparisons count whether their runs have shipped or not."""
+    return len(tests) * len(prefixes)
 
 
 def label(name: str) -> str:
@@ -479,55 +509,82 @@ def derived_values(runs: dict, prefix: str, dataset: str, gate: str, key: str) -
     return found
 
 
-def compare(runs: dict, prefix: str, key: str, lower: str, higher: str, dataset: str = "bb") -> dict | None:
-    """Is `key` lower for variant `lower` than for `higher`? The rank rule (every seed of one
-    below every seed of the other), the one-sided exact Mann-Whitney p, the ratio of the means
-    with its range over seed pairings (where both are positive); None where one has no seed."""
-    lo, hi = values(runs, prefix, dataset, lower, key), values(runs, prefix, dataset, higher, key)
+def compare(runs: dict, prefix: str, key: str, first: str, second: str, dataset: str = "bb") -> dict | None:
+    """`key` of arm `first` against arm `second` (None where one has no seed): the values of
+    each, the seeds (n1, n2), U (pairs with first < second) and the rank rule (every seed of
+    first below every seed of second, U = n1 n2); with TEST_SEEDS or more of both ("tested"):
+    the two-sided exact Mann-Whitney p and the ratio of the means first / second with its
+    bootstrap interval (None where second has a seed <= 0)."""
+    lo, hi = values(runs, prefix, dataset, first, key), values(runs, prefix, dataset, second, key)
     if not lo or not hi:
         return None
-    u, p = mann_whitney(lo, hi)
-    ratios = ratio_range(hi, lo) if min(lo) > 0 and min(hi) > 0 else None
-    return {"lower": lo, "higher": hi, "u": u, "p": p, "rule": max(lo) < min(hi),
-            "ratio": ratios, "n": (len(lo), len(hi))}
+    u, p = stats.mann_whitney(lo, hi)
+    tested = min(len(lo), len(hi)) >= TEST_SEEDS
+    return {"first": lo, "second": hi, "n": (len(lo), len(hi)), "u": u, "rule": max(lo) < min(hi),
+            "above": sum(x > min(hi) for x in lo), "tested": tested, "p": p if tested else None,
+            "ratio": stats.bootstrap_ratio(lo, hi) if tested else None, "ties": stats.has_ties(lo, hi)}
 
 
-def _comparison_line(setup: str, key: str, lower: str, higher: str, c: dict, alpha: float) -> str:
-    ratio = "" if not c["ratio"] else _("{r:.1f} ({a:.1f}-{b:.1f})").format(
+def _ratio_cell(c: dict) -> str:
+    return "-" if not c["ratio"] else "{r:.2f} [{a:.2f}, {b:.2f}]".format(
         r=c["ratio"][0], a=c["ratio"][1], b=c["ratio"][2])
+
+
+def _comparison_line(setup: str, key: str, first: str, second: str, c: dict, alpha: float) -> str:
+    p = pad("-", 8, ">") if c["p"] is None else f"{c['p']:>8.1e}"
+    if not c["tested"]:
+        verdict = _("< {n} seeds").format(n=TEST_SEEDS)
+    else:
+        verdict = _("yes") if c["p"] <= alpha else _("no")
     return (f"{pad(label(setup), 22)} {pad(_(KEY_LABELS[key]), 20)} "
-            f"{pad(label(lower) + ' < ' + label(higher), 36)} "
-            f"{_spread(c['lower'], '.3f'):>21} {_spread(c['higher'], '.3f'):>21} {pad(ratio, 17, '>')} "
-            f"{pad(_('yes') if c['rule'] else _('no'), 5, '>')} {c['n'][0]:>3}/{c['n'][1]:<3} "
-            f"{_p_cells(c, alpha)}")
-
-
-def _p_cells(c: dict, alpha: float) -> str:
-    """The p column (only where the seeds could give p <= ALPHA at all) and the verdict at alpha:
-    yes, no, or 'cannot' where no result of these seeds could pass."""
-    p = f"{c['p']:>8.1e}" if smallest_p(*c["n"]) <= ALPHA else pad("-", 8, ">")
-    if smallest_p(*c["n"]) > alpha:
-        return f"{p} {pad(_('cannot'), 8, '>')}"
-    return f"{p} {pad(_('yes') if c['p'] <= alpha else _('no'), 8, '>')}"
+            f"{pad(_('{first} vs {second}').format(first=label(first), second=label(second)), 37)} "
+            f"{_spread(c['first'], '.3f'):>21} {_spread(c['second'], '.3f'):>21} "
+            f"{c['n'][0]:>3}/{c['n'][1]:<3} {c['u']:>5g}/{c['n'][0] * c['n'][1]:<4} {p} "
+            f"{pad(_ratio_cell(c), 18, '>')} {pad(verdict, 10, '>')}")
 
 
 def comparisons(runs: dict, tests, prefixes=EXPERIMENT_PREFIXES) -> list[tuple]:
-    """(set-up, measure, lower, higher, compare(...)) for every test and set-up with seeds."""
+    """(set-up, measure, first, second, compare(...)) for every test and set-up with seeds."""
     found = [(s, *t, compare(runs, prefix, *t)) for s, prefix in prefixes.items() for t in tests]
     return [f for f in found if f[-1] is not None]
 
 
-def comparison_table(runs: dict, tests, family: int, prefixes=EXPERIMENT_PREFIXES) -> str:
-    """One line per test and set-up: both sides (mean [min, max] over the seeds), the ratio of
-    the means (its range over seed pairings), the rank rule, the seeds, the exact one-sided p
-    (where the seeds could reach ALPHA at all), and whether p passes ALPHA / family (Bonferroni
-    over `family` comparisons): 'cannot' where no result of these seeds could pass."""
+def comparison_table(runs: dict, tests, family: int | None = None, prefixes=EXPERIMENT_PREFIXES) -> str:
+    """One line per test and set-up with seeds: both arms (mean [min, max] over the seeds), the
+    seeds, U (of n1 n2), the two-sided exact p and the ratio of the means first / second with its
+    95 % bootstrap interval (where both arms have TEST_SEEDS or more), and whether p passes
+    ALPHA / family (Bonferroni over the `family` comparisons planned, default every test in every
+    set-up)."""
+    family = family or family_size(tests, prefixes)
     alpha = ALPHA / family
-    head = (f"{pad(_('set-up'), 22)} {pad(_('measure'), 20)} {pad(_('lower?'), 36)} "
-            f"{pad(_('first'), 21, '>')} {pad(_('second'), 21, '>')} {pad(_('second/first (range)'), 17, '>')} "
-            f"{pad(_('rule'), 5, '>')} {pad(_('seeds'), 7, '^')} {pad('p', 8, '>')} "
-            f"{pad('p < ' + format(alpha, '.4f'), 8, '>')}")
+    head = (f"{pad(_('set-up'), 22)} {pad(_('measure'), 20)} {pad(_('first vs second'), 37)} "
+            f"{pad(_('first'), 21, '>')} {pad(_('second'), 21, '>')} {pad(_('seeds'), 7, '^')} "
+            f"{pad('U', 10, '^')} {pad('p', 8, '>')} {pad(_('first/second [95%]'), 18, '>')} "
+            f"{pad('p < ' + format(alpha, '.4f'), 10, '>')}")
     return "\n".join([head] + [_comparison_line(*f, alpha) for f in comparisons(runs, tests, prefixes)])
+
+
+def curve_table(runs: dict, prefix: str, key: str, arms=("none", "elementwise"),
+                steps=(100, 200, 500, 1000, 1500, 2000, 2500), seeds_of: str | None = None) -> str:
+    """A logged curve (key: "first_token_share" or "bos_cost") at some training steps: per arm,
+    mean [min, max] over its seeds and their number; with seeds_of, one row per seed of that
+    arm instead."""
+    def at(curve, step):
+        point = next(p for p in curve if p["step"] == step)
+        return point[key] if key in point else point["loss_bos_blocked"] - point["val_loss"]
+
+    lines = [f"{pad(_(KEY_LABELS[key]), 24)} " + " ".join(f"{step:>19,}" for step in steps) + "   n"]
+    for arm in arms if seeds_of is None else (seeds_of,):
+        found = [(k, m["curve"]) for k, m in runs.items()
+                 if k.startswith(f"{prefix}/bb/{arm}/seed") and m.get("curve")]
+        if seeds_of is None and found:
+            lines.append(f"{pad(label(arm), 24)} " + " ".join(
+                f"{_spread([at(c, step) for _k, c in found], '.2f'):>19}" for step in steps) + f" {len(found):>3}")
+        elif found:
+            for k, c in found:
+                name = _("{arm}, seed {seed}").format(arm=label(arm), seed=k.rsplit("seed", 1)[1])
+                lines.append(f"{pad(name, 24)} " + " ".join(f"{at(c, step):>19.2f}" for step in steps))
+    return "\n".join(lines)
 
 
 EXPERIMENT_COLUMNS = ("first_token_share", "layer0_share", "value_drain0", "sink_rate", "val_loss",
@@ -572,30 +629,72 @@ def functional_table(runs: dict, cases, variants=VARIANTS, seed: int = 0) -> str
     return "\n".join(lines)
 
 
-def headline(runs: dict, arms=("none", "static", "elementwise"), prefixes=SHIPPED_PREFIXES) -> str:
-    """The lesson's answer in a few lines: per set-up and measure (the share on BOS, the cost of
-    blocking BOS), each arm's mean [min, max] over the seeds and their number, then G1
-    elementwise against the baseline: the ratio of the means (range over seed pairings), the
-    rank rule and the exact one-sided p."""
+def test_line(c: dict, first: str, second: str, family: int, indent: str = "        ") -> str:
+    """One comparison in words, by the seeds there are (a first line, then indented ones): with
+    TEST_SEEDS or more per arm the ratio of the means and its bootstrap interval, U, the
+    two-sided exact p, the rank rule and whether p passes ALPHA / family; with MIN_SEEDS or more
+    the ratio of the means with its range over the pairings of one seed of each and the rank rule
+    with its one-sided exact p, no test; with fewer, nothing more."""
+    n1, n2 = c["n"]
+    head = _("{first} vs {second}, {n1} against {n2} seeds:").format(
+        first=label(first), second=label(second), n1=n1, n2=n2)
+    if c["tested"]:
+        rule = _("every seed below every seed: yes") if c["rule"] else _(
+            "every seed below every seed: no ({above} of {n1} above the lowest of the second)").format(
+            above=c["above"], n1=n1)
+        alpha = ALPHA / family
+        ratio = "" if not c["ratio"] else _(
+            "ratio of the means {r:.2f} (95 % bootstrap interval {a:.2f}-{b:.2f}); ").format(
+            r=c["ratio"][0], a=c["ratio"][1], b=c["ratio"][2])
+        verdict = _("yes: the arms differ") if c["p"] <= alpha else _("no: these seeds do not separate the arms")
+        return "\n".join([head, indent + ratio + _("U = {u:g} of {pairs}, two-sided exact p = {p:.2g}").format(
+            u=c["u"], pairs=n1 * n2, p=c["p"]), indent + _(
+            "{rule}; below {alpha:.4g} ({family} comparisons): {verdict}").format(
+            rule=rule, alpha=alpha, family=family, verdict=verdict)])
+    if min(n1, n2) < MIN_SEEDS:
+        return _("{first} vs {second}, {n1} against {n2} seeds: too few seeds for a comparison").format(
+            first=label(first), second=label(second), n1=n1, n2=n2)
+    lower = stats.mann_whitney(c["first"], c["second"], "less")[1]
+    ratio = "" if min(c["first"]) <= 0 else _(
+        "{r:.1f}x lower on the means ({a:.1f}-{b:.1f}x over the pairings of one seed of each)").format(
+        r=mean(c["second"]) / mean(c["first"]), a=min(c["second"]) / max(c["first"]),
+        b=max(c["second"]) / min(c["first"]))
+    return "\n".join([head] + ([indent + ratio] if ratio else []) + [indent + _(
+        "every seed below every seed: {rule} (one-sided exact p = {p:.2g}); fewer than {n} seeds "
+        "per arm: no test").format(rule=_("yes") if c["rule"] else _("no"), p=lower, n=TEST_SEEDS)])
+
+
+# the blocks of the lesson's answer: (set-up, run-key prefix, its title, the arms listed, the
+# comparisons drawn: (first, second, the family it belongs to))
+HEADLINE = (
+    ("sink", SHIPPED_PREFIXES["sink"], N_("{setup}, the 3-seed runs: {measure}"),
+     ("none", "static", "elementwise"), (("elementwise", "none", PRIMARY),)),
+    ("sink", EXPERIMENT_PREFIXES["sink"], N_("{setup}, the experiment: {measure}"),
+     ("none", "elementwise", "wider"), (("elementwise", "none", PRIMARY), ("elementwise", "wider", CONTROLS))),
+    ("course", EXPERIMENT_PREFIXES["course"], N_("{setup}, the experiment: {measure}"),
+     ("none", "elementwise", "wider", "static", "headwise"),
+     (("elementwise", "none", PRIMARY), ("elementwise", "wider", CONTROLS), ("wider", "none", CONTROLS),
+      ("static", "none", CONTROLS), ("elementwise", "static", CONTROLS))),
+)
+
+
+def headline(runs: dict, blocks=HEADLINE, keys=("first_token_share", "bos_cost")) -> str:
+    """The lesson's answer: per set-up, source of runs and measure (the share on BOS, the cost
+    of blocking BOS), each arm's mean [min, max] over its seeds and their number, then each
+    comparison in words (test_line). A block whose runs have not shipped says so."""
     lines = []
-    for setup, prefix in prefixes.items():
-        for key in ("first_token_share", "bos_cost"):
-            lines.append(_("{setup}: {measure}").format(setup=label(setup), measure=_(KEY_LABELS[key])))
+    for setup, prefix, title, arms, tests in blocks:
+        if not any(n_seeds(runs, prefix, "bb", arm) for arm in arms):
+            lines.append(_(title).format(setup=label(setup), measure=_("no run shipped yet")))
+            continue
+        for key in keys:
+            lines.append(_(title).format(setup=label(setup), measure=_(KEY_LABELS[key])))
             for arm in arms:
                 found = values(runs, prefix, "bb", arm, key)
-                lines.append(f"    {pad(label(arm), 16)} {_spread(found, '.3f'):>22}  n = {len(found)}")
-            c = compare(runs, prefix, key, "elementwise", "none")
-            if c is None:
-                continue
-            ratio = "" if not c["ratio"] else _("{r:.1f}x lower ({a:.1f}-{b:.1f}x), ").format(
-                r=c["ratio"][0], a=c["ratio"][1], b=c["ratio"][2])
-            rule = _("yes") if c["rule"] else _("no")
-            if smallest_p(*c["n"]) > ALPHA:
-                lines.append("    " + _("G1 elementwise against the baseline: {ratio}every seed below "
-                                        "every seed: {rule}; with {n1} against {n2} seeds no result "
-                                        "can reach p < {alpha}").format(
-                    ratio=ratio, rule=rule, n1=c["n"][0], n2=c["n"][1], alpha=ALPHA))
-                continue
-            lines.append("    " + _("G1 elementwise against the baseline: {ratio}every seed below "
-                                    "every seed: {rule}, p = {p:.2g}").format(ratio=ratio, rule=rule, p=c["p"]))
+                if found:
+                    lines.append(f"    {pad(label(arm), 20)} {_spread(found, '.3f'):>22}  n = {len(found)}")
+            for first, second, family in tests:
+                c = compare(runs, prefix, key, first, second)
+                if c is not None:
+                    lines.append("    " + test_line(c, first, second, family_size(family)))
     return "\n".join(lines)

@@ -15,6 +15,11 @@ with BOS blocked, the first-token share (all layers and per layer) and the value
 written one file each into a working folder (default build/lesson08_experiment/); an unfinished run
 saves its state every SAVE_EVERY steps and resumes from there; `collect` merges the finished runs
 into the shipped metrics (data/lesson08/metrics_experiment.json) and the seed-0 weights.
+
+A run trains on the CPU by default, or on a GPU (device="cuda"; the CPU where torch finds none).
+The initial weights and the training sequences are drawn on the CPU either way, so a run sees the
+same data on every device; its arithmetic, and so its last bits, differ. The end-of-run
+measurements are taken on the CPU from the float16 weights that ship.
 """
 from __future__ import annotations
 
@@ -100,6 +105,30 @@ def _model_and_data(setup: str, arm: str):
     return gate, options, dataset, recipe
 
 
+def resolve_device(name: str | None = None) -> torch.device:
+    """The device to train on: the CPU by default; "cuda" where torch finds a GPU, else the CPU,
+    with a line that says so (so a script started with --device cuda still runs)."""
+    device = torch.device(name or "cpu")
+    if device.type == "cuda" and not torch.cuda.is_available():
+        print("no CUDA device found: training on the CPU", flush=True)
+        return torch.device("cpu")
+    return device
+
+
+def prepare(setup: str, arm: str, seed: int, steps: int = lm.STEPS, device=None):
+    """One run's model, optimizer, schedule, training batches (steps, batch, SEQ_LEN) and curve
+    sequences, on `device` (a torch.device or name; default the CPU). The weights and the
+    batches are drawn on the CPU first: the same for every device."""
+    gate, options, dataset, recipe = _model_and_data(setup, arm)
+    recipe["steps"] = steps
+    torch.manual_seed(seed)  # as lm.train: the model's initial weights depend on the seed only
+    model = lm.model_class()(dataset.vocab_size, max_len=lm.SEQ_LEN, gate=gate, **options).to(device)
+    optimizer, schedule = lm._optimizer(model, recipe, steps)
+    stream = lm._training_batches(dataset, recipe, steps, torch.Generator().manual_seed(1000 + seed))
+    curve_tokens = lm.validation_tokens(dataset)[:CURVE_SEQUENCES]
+    return model, optimizer, schedule, recipe, stream.to(device), curve_tokens.to(device), dataset
+
+
 @torch.no_grad()
 def curve_point(model, tokens: torch.Tensor) -> dict:
     """The measurements logged during training, on tokens (B, L)."""
@@ -107,7 +136,7 @@ def curve_point(model, tokens: torch.Tensor) -> dict:
     model.eval()
     logits, record = model(tokens, details=True)
     loss = torch.nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1), tokens[:, 1:].flatten())
-    blocked = model(tokens, allowed=key_mask(tokens.shape[-1], block_bos=True))
+    blocked = model(tokens, allowed=key_mask(tokens.shape[-1], block_bos=True, device=tokens.device))
     loss_blocked = torch.nn.functional.cross_entropy(blocked[:, :-1].flatten(0, 1), tokens[:, 1:].flatten())
     shares = [w[:, :, 1:, 0].mean().item() for w in record["weights"]]
     point = {"val_loss": loss.item(), "loss_bos_blocked": loss_blocked.item(),
@@ -118,23 +147,20 @@ def curve_point(model, tokens: torch.Tensor) -> dict:
 
 
 def train_run(setup: str, arm: str, seed: int, folder: Path = WORK, threads: int = 1,
-              progress: bool = True, steps: int = lm.STEPS, stop_after: int | None = None) -> dict:
+              progress: bool = True, steps: int = lm.STEPS, stop_after: int | None = None,
+              device=None) -> dict:
     """Train one run (or finish it from its saved state) and write its metrics; returns them.
     steps: the length of the schedule (lm.STEPS ships); stop_after: save the state after that
-    many steps and return None, as an interrupted run would (for tests)."""
+    many steps and return None, as an interrupted run would (for tests); device: where to train
+    (resolve_device: "cuda" falls back to the CPU where there is no GPU)."""
     folder.mkdir(parents=True, exist_ok=True)
     done, state_path, _lock = _files(folder, file_stem(setup, arm, seed))
     if done.exists():
         return json.loads(done.read_text())
-    gate, options, dataset, recipe = _model_and_data(setup, arm)
-    recipe["steps"] = steps
+    device = resolve_device(device) if not isinstance(device, torch.device) else device
     torch.set_num_threads(threads)
-    torch.manual_seed(seed)  # as lm.train: the model's initial weights depend on the seed only
-    model = lm.model_class()(dataset.vocab_size, max_len=lm.SEQ_LEN, gate=gate, **options)
-    optimizer, schedule = lm._optimizer(model, recipe, steps)
-    stream = lm._training_batches(dataset, recipe, steps, torch.Generator().manual_seed(1000 + seed))
-    curve_tokens = lm.validation_tokens(dataset)[:CURVE_SEQUENCES]
-    saved = torch.load(state_path, weights_only=False) if state_path.exists() else None
+    model, optimizer, schedule, recipe, stream, curve_tokens, dataset = prepare(setup, arm, seed, steps, device)
+    saved = torch.load(state_path, weights_only=False, map_location=device) if state_path.exists() else None
     if saved:
         model.load_state_dict(saved["model"])
         optimizer.load_state_dict(saved["optimizer"])
@@ -171,6 +197,7 @@ def train_run(setup: str, arm: str, seed: int, folder: Path = WORK, threads: int
     shipped = lm.load_model(model.config, state)  # measured with the float16 weights that ship
     metrics = {**lm.measure(shipped, dataset), "curve": curve, "cpu_seconds": cpu_seconds,
                "wall_seconds_last_sitting": time.perf_counter() - clock, "steps": steps,
+               "device": device.type,
                "config": shipped.config, "setup": setup, "arm": arm, "seed": seed}
     if seed == 0:
         torch.save({"config": shipped.config, "state": state}, done.with_suffix(".pt"))
@@ -188,10 +215,12 @@ def _claim(lock: Path) -> bool:
         return False
 
 
-def work(folder: Path = WORK, threads: int = 1, runs=None, progress: bool = True) -> int:
+def work(folder: Path = WORK, threads: int = 1, runs=None, progress: bool = True, device=None) -> int:
     """Train every run of the queue not finished and not taken by another process; returns how
-    many this process trained. Several processes may work on one folder side by side."""
+    many this process trained. Several processes may work on one folder side by side (on one
+    GPU too: each run is small)."""
     folder.mkdir(parents=True, exist_ok=True)
+    device = resolve_device(device)
     trained = 0
     shipped = set(load())  # runs that ship already are not trained again
     for setup, arm, seed in runs or queue():
@@ -199,7 +228,7 @@ def work(folder: Path = WORK, threads: int = 1, runs=None, progress: bool = True
         if run_key(setup, arm, seed) in shipped or done.exists() or not _claim(lock):
             continue
         try:
-            train_run(setup, arm, seed, folder, threads, progress)
+            train_run(setup, arm, seed, folder, threads, progress, device=device)
             trained += 1
         finally:
             lock.unlink(missing_ok=True)

@@ -31,11 +31,11 @@ EPSILON = 0.3  # Gu et al.'s threshold for a head to count as a sink head
 
 
 def key_mask(L: int, block_bos: bool = False, window: int | None = None,
-             keep_bos: bool = False) -> torch.Tensor:
-    """Bool (L, L): True where query i may see key j (causality is applied by the model on top).
-    Query 0 always keeps key 0, its only key, so no row of the softmax is empty."""
-    i, j = torch.arange(L)[:, None], torch.arange(L)[None, :]
-    allowed = torch.ones(L, L, dtype=torch.bool)
+             keep_bos: bool = False, device=None) -> torch.Tensor:
+    """Bool (L, L) on `device`: True where query i may see key j (causality is applied by the
+    model on top). Query 0 always keeps key 0, its only key, so no row of the softmax is empty."""
+    i, j = torch.arange(L, device=device)[:, None], torch.arange(L, device=device)[None, :]
+    allowed = torch.ones(L, L, dtype=torch.bool, device=device)
     if window is not None:
         allowed &= (i - j) < window
     if block_bos:
@@ -115,12 +115,14 @@ def sink_rate(share_per_head: list[list[float]], epsilon: float = EPSILON) -> fl
 def functional(model, tokens: torch.Tensor, windows=WINDOWS) -> dict:
     """The functional tests of one model on tokens (B, L): the loss with all keys, with BOS
     blocked, with BOS's value zeroed, and in windows of recent keys without and with BOS."""
-    L = tokens.shape[-1]
+    L, device = tokens.shape[-1], tokens.device
     result = {"loss_full": loss_with(model, tokens),
-              "loss_bos_blocked": loss_with(model, tokens, key_mask(L, block_bos=True))}
+              "loss_bos_blocked": loss_with(model, tokens, key_mask(L, block_bos=True, device=device))}
     with bos_value_zeroed(model):
         result["loss_bos_value_zeroed"] = loss_with(model, tokens)
-    result["loss_window"] = {str(w): loss_with(model, tokens, key_mask(L, window=w)) for w in windows}
-    result["loss_window_bos"] = {str(w): loss_with(model, tokens, key_mask(L, window=w, keep_bos=True))
+    result["loss_window"] = {str(w): loss_with(model, tokens, key_mask(L, window=w, device=device))
+                             for w in windows}
+    result["loss_window_bos"] = {str(w): loss_with(model, tokens, key_mask(L, window=w, keep_bos=True,
+                                                                           device=device))
                                  for w in windows}
     return result

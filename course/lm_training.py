@@ -293,8 +293,8 @@ def train(dataset, gate: str, seed: int, steps: int = STEPS, threads: int = 2,
 
 
 def compact_state(model) -> dict[str, torch.Tensor]:
-    """The state dict in float16: how checkpoints ship (half the bytes of float32)."""
-    return {name: t.detach().to(torch.float16) for name, t in model.state_dict().items()}
+    """The state dict in float16, on the CPU: how checkpoints ship (half the bytes of float32)."""
+    return {name: t.detach().to("cpu", torch.float16) for name, t in model.state_dict().items()}
 
 
 def load_model(config: dict, state: dict[str, torch.Tensor]):

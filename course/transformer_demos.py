@@ -6,7 +6,8 @@ tests reach them.
 - `deep_stack`: activation scale and gradient size through a deep stack of feed-forward layers,
   plain, with residuals, with pre-norm or post-norm residuals;
 - `rnn_vs_attention`: an RNN's L sequential steps against one attention call, timed, with the
-  operation counts that explain the timings.
+  operation counts that explain the timings; `timing_verdict` says what the timings show, so the
+  lesson's text never states a result that another machine may reverse.
 
 None of this uses the student's exercises unless they are passed in, so it runs at any stage.
 """
@@ -19,6 +20,7 @@ import torch
 from torch import nn
 
 from course.memory import best_seconds
+from course.i18n import _
 
 VARIANTS = ("plain", "residual", "pre-norm residual", "post-norm residual")
 
@@ -133,3 +135,25 @@ def rnn_vs_attention(attention: Callable[[torch.Tensor], torch.Tensor], lengths,
             seconds["rnn"].append(best_seconds(lambda: rnn_loop(x), repeats))
             seconds["attention"].append(best_seconds(lambda: attention(x), repeats))
     return seconds
+
+
+def timing_verdict(lengths, rnn_seconds, attention_seconds) -> list[str]:
+    """What one run of `rnn_vs_attention` shows, read off the measurement itself: where the ratio
+    RNN time / attention time peaked, what it is at the longest length (and who is faster there),
+    and how fast each time grows with L (log-log slopes; attention's from L >= 256 on, where its
+    L² scores dominate)."""
+    from course.memory import fit_slope
+
+    ratios = [r / a for r, a in zip(rnn_seconds, attention_seconds)]
+    peak = max(range(len(ratios)), key=ratios.__getitem__)
+    last = ratios[-1]
+    winner = (_("attention is faster") if last > 1 else _("the RNN loop is faster") if last < 1
+              else _("they take the same time"))
+    long = [i for i, L in enumerate(lengths) if L >= 256] or list(range(len(lengths)))
+    attention_slope = fit_slope([lengths[i] for i in long], [attention_seconds[i] for i in long])
+    return [_("ratio RNN / attention: largest at L = {peak_L} ({peak:.2f}); at the longest, L = "
+              "{last_L}, it is {last:.2f}: {winner} there").format(
+                peak_L=lengths[peak], peak=ratios[peak], last_L=lengths[-1], last=last, winner=winner),
+            _("slope of log time against log L: RNN {rnn:.2f}, attention for L >= {first} "
+              "{attention:.2f}").format(rnn=fit_slope(lengths, rnn_seconds), first=lengths[long[0]],
+                                         attention=attention_slope)]

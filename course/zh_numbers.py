@@ -1,5 +1,8 @@
 """Numbers in the Chinese edition: each one is in the English it translates, or in the code.
 
+The claims ledger (course/claims) holds each claim in both languages; `row_problems` checks that
+the two state the same numbers.
+
 A Chinese cell (or README section) states no number its English cell lacks: the drift check
 (course/drift.py) compares them after reading a few ways of writing the same number alike
 (thousands separators, 1e-09 and 1e-9, English number words such as "ones" or "two", the 1 of a
@@ -69,6 +72,40 @@ def problems(chinese: str, english: str, where: str, english_where: str, root: P
         found.append(f"{where}: {_show(value)} is not in {english_where}: translate the number as the "
                      f"English writes it, or mark a note for Chinese readers <!-- zh-only: FILE --> "
                      f"(course/zh_numbers.py): {_excerpt(rest, value)}")
+    return found
+
+
+CHINESE_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7,
+                  "八": 8, "九": 9, "十": 10}
+
+
+def chinese_numerals(text: str) -> set[float]:
+    """The numbers a Chinese text writes in Chinese numerals up to 99 (第四部分, 三个, 十二)."""
+    found = set()
+    for match in re.finditer(r"[零一二两三四五六七八九十]+", text):
+        token = match[0]
+        if "十" in token:
+            tens, _, units = token.partition("十")
+            value = CHINESE_DIGITS.get(tens, 1) * 10 + CHINESE_DIGITS.get(units, 0)
+        elif len(token) == 1:
+            value = CHINESE_DIGITS[token]
+        else:
+            continue
+        found.add(float(value))
+    return found
+
+
+def row_problems(english: str, chinese: str) -> list[str]:
+    """A claims-ledger row (docs/claims/NN.toml): its zh words state the numbers its en words
+    state, no fewer (every number the English writes in digits; Chinese may write a small one in
+    Chinese numerals, 第四部分 for chapter 4) and no other."""
+    found = []
+    written = numbers(english)
+    translated = numbers(FRACTION_ONE.sub("", chinese))
+    for value in sorted(written - numbers(chinese) - chinese_numerals(chinese)):
+        found.append(f"{_show(value)} is in en but not in zh: {_excerpt(english, value)}")
+    for value in sorted(translated - english_numbers(english)):
+        found.append(f"{_show(value)} is in zh but not in en: {_excerpt(chinese, value)}")
     return found
 
 

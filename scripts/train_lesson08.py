@@ -11,6 +11,8 @@
     nice -n 19 .venv/bin/python scripts/train_lesson08.py --experiment --threads 1   # the many-seed
                                    # experiment (course/lesson08_experiment.py); start it twice to
                                    # train two runs side by side; it resumes where it stopped
+    .venv/bin/python scripts/train_lesson08.py --experiment --device cuda   # on a GPU (the CPU
+                                   # where torch finds none); start several: each takes the next run
     .venv/bin/python scripts/train_lesson08.py --experiment --collect   # ship its finished runs
 
 Writes data/lesson08/checkpoints_<arch>_<dataset>.pt (float16 state dicts),
@@ -57,7 +59,7 @@ def experiment(args) -> int:
         print(f"shipped {ex.collect()} runs of the experiment to {ex.METRICS.relative_to(ROOT)}")
         return 0
     start = time.perf_counter()
-    trained = ex.work(threads=args.threads)
+    trained = ex.work(threads=args.threads, device=args.device)
     print(f"trained {trained} runs of the experiment in {time.perf_counter() - start:.0f} s")
     return 0
 
@@ -86,7 +88,12 @@ def main(argv=None) -> int:
                         help="the many-seed experiment, every arm and set-up (resumes)")
     parser.add_argument("--collect", action="store_true",
                         help="with --experiment: merge the finished runs into data/")
+    parser.add_argument("--device", default=None,
+                        help="with --experiment: where to train, e.g. cuda (the CPU where torch "
+                             "finds no GPU)")
     args = parser.parse_args(argv)
+    if args.device and not args.experiment:
+        parser.error("--device trains the experiment's runs (--experiment); the other sets train on the CPU")
     if args.experiment:
         return experiment(args)
     if args.variants is None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import re
 import shlex
 import shutil
@@ -197,20 +198,31 @@ def stand_ins(base: Path) -> dict:
 
 def run_the_term(base: Path):
     """Every command block of the guide, run in order in the course copy's folder; between two
-    blocks, what the guide tells the instructor to do by hand (download the submissions, write
-    the roster, put a corrected or a late submission in its folder)."""
+    blocks, what the guide tells the instructor to do by hand: write the roster, download each
+    assignment's submissions from Canvas (as Canvas writes them, tests/lms_downloads.py), put a
+    corrected file that came by mail in its folder, give an extension in the roster."""
     course, klass = term.course_copy(base), base / "class"
-    klass.mkdir()
-    term.canvas_download(klass / "download.zip")
-    term.roster(klass / "roster.csv")
+    _, downloads = term.canvas_term()
     env = term.make_env(stand_ins(base))
     ran, books = [], {}
     for block in doc_commands():
-        if 'STUDENTS="Ann Lee"' in block:
-            books["before the regrade"] = term.rows(klass / "grades")
-            term.the_correction(klass / "collected")
-        if "make grade " in block and any(block == earlier for earlier, _ in ran):
-            term.the_late_student(klass / "collected")  # the first command, run again
+        if "collect FROM=../class/a1/download.zip" in block:
+            term.roster(klass / "roster.csv")
+            term.write_download(klass, "a1/download.zip", downloads["a1/download.zip"])
+        if "a1/download-2.zip" in block:
+            books["before the second download"] = term.rows(klass / "a1" / "grades")
+            term.write_download(klass, "a1/download-2.zip", downloads["a1/download-2.zip"])
+        if 'STUDENTS="Ann Lee"' in block and "ONLY=" not in block:
+            books["before the regrade"] = term.rows(klass / "a1" / "grades")
+            term.the_correction(klass / "a1" / "collected")
+        if "collect FROM=../class/a2/download.zip" in block:
+            term.write_download(klass, "a2/download.zip", downloads["a2/download.zip"],
+                                term.A2_DOWNLOADED)
+        if "OUT=../class/a2/grades ROSTER=" in block:
+            books["a2 before the extension"] = term.rows(klass / "a2" / "grades")
+            term.roster(klass / "roster.csv", {"liam": term.LIAM_EXTENSION})
+        if "POINTS=../class/points.toml" in block:
+            books["a1 before the points"] = term.rows(klass / "a1" / "grades")
         done = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=course, env=env,
                               capture_output=True, text=True, timeout=900)
         assert done.returncode == 0, f"{block}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
@@ -223,7 +235,11 @@ def run_the_term(base: Path):
 def test_the_term_as_documented(tmp_path):
     """One test, so that the term runs once whichever worker takes it (pytest-xdist)."""
     ran = run_the_term(tmp_path)
-    for check in (check_the_term_gives_every_student_their_grade, check_the_lms_files_follow_every_run,
+    for check in (check_every_student_gets_the_grade_their_code_deserves,
+                  check_collect_reads_canvas_as_canvas_wrote_it,
+                  check_the_lms_files_follow_every_run,
+                  check_points_and_extensions_change_from_the_records,
+                  check_one_check_of_one_student_is_shown_whole,
                   check_a_renamed_file_reaches_the_students_own_feedback,
                   check_the_hand_back_zips_reach_each_student_in_canvas,
                   check_the_shards_by_hand_merge_into_the_one_machine_run,
@@ -231,67 +247,141 @@ def test_the_term_as_documented(tmp_path):
         check(ran)
 
 
-def check_the_term_gives_every_student_their_grade(the_term):
+def rescored(rows: dict[str, str], weight: int = 2) -> dict[str, str]:
+    """The A1 rows once 01.scaled_scores is worth `weight` points (the guide's points file)."""
+    found = {}
+    for folder, row in rows.items():
+        status, total, maximum, batched, stable, scaled, flags = row.split(",")
+        extra = (weight - 1) * int(scaled)
+        found[folder] = ",".join([status, str(int(total) + extra), str(int(maximum) + weight - 1),
+                                  batched, stable, str(int(scaled) * weight), flags])
+    return found
+
+
+def check_every_student_gets_the_grade_their_code_deserves(the_term):
     _, klass, ran, books = the_term
-    assert term.rows(klass / "grades") == term.EXPECTED
+    assert books["a1 before the points"] == term.EXPECTED
+    assert term.rows(klass / "a1" / "grades") == rescored(term.EXPECTED)
+    assert term.rows(klass / "a2" / "grades") == term.EXPECTED_A2
+    first = books["before the second download"]
+    assert "学生A" not in first and first["barbara"] == "ok,2,3,1,1,0,"
     before = books["before the regrade"]
-    assert before["Ann Lee"] == "ok,2,3,1,1,0," and "学生A" not in before
-    # the regrade changed Ann Lee's row alone; the late student added a row
-    assert {k: v for k, v in before.items() if k != "Ann Lee"} == \
-        {k: v for k, v in term.EXPECTED.items() if k not in ("Ann Lee", "学生A")}
-    regrade = next(done for block, done in ran if 'STUDENTS="Ann Lee"' in block)
+    assert before["Ann Lee"] == "ok,2,3,1,1,0," and before["学生A"] == term.EXPECTED["学生A"]
+    # the second download graded the late student and the resubmission, and kept every other row
+    assert {k: v for k, v in first.items() if k != "barbara"} == \
+        {k: v for k, v in before.items() if k not in ("barbara", "学生A")}
+    again = next(done for block, done in ran if "a1/download-2.zip" in block and "make grade" in block)
+    assert "regrading 1 student(s) whose files changed since they were graded: barbara" in again.stderr
+    regrade = next(done for block, done in ran if 'STUDENTS="Ann Lee"' in block and "ONLY" not in block)
     assert "grading as" in regrade.stderr and "lessons 00, 01" in regrade.stderr
     assert re.search(r"set-up \d+\.\d s; grading 1 submission", regrade.stdout)
-    assert re.search(r"graded 1 submission\(s\) in \d+\.\d s after \d+\.\d s of set-up",
-                     regrade.stdout)
+    emmy = (klass / "a2" / "grades" / "feedback" / "emmy.md").read_text()
+    assert "this assignment does not grade that lesson" in emmy and "01.stable_softmax" in emmy
+
+
+def check_collect_reads_canvas_as_canvas_wrote_it(the_term):
+    """Canvas's renamings undone and said, its late flag kept, UTF-8 names read as UTF-8,
+    PowerShell's backslashes read as folders; the collect reports say so."""
+    _, klass, ran, _ = the_term
+    a1 = klass / "a1" / "collected"
+    assert sorted(p.name for p in (a1 / "barbara").iterdir()) == ["softmax.py", "warmup.py"]
+    assert (a1 / "katherine" / "exercises" / "softmax.py").is_file()
+    assert (a1 / "curiémarie" / "warmup.py").is_file()  # not cp437's curi├⌐marie
+    handles = json.loads((a1 / ".lms.json").read_text(encoding="utf-8"))["students"]
+    assert handles["barbara"]["renamed"] == [["warmup-1.py", "warmup.py"],
+                                             ["softmax-1.py", "softmax.py"]]
+    assert handles["学生A"]["late"] is True and handles["ada"]["late"] is False
+    second = next(done for block, done in ran if "collect FROM=../class/a1/download-2.zip" in block)
+    assert "1 new, 1 with new files" in second.stdout
+    a2 = klass / "a2" / "collected"
+    assert sorted(p.name for p in (a2 / "alan").iterdir()) == ["attention.py", "softmax.py"]
+    assert (a2 / "ada" / "exercises" / "attention.py").is_file()  # from exercises-1.zip
+    assert oct((a2 / "alan" / "softmax.py").stat().st_mode & 0o777) == "0o600"
+    assert oct(a2.stat().st_mode & 0o777) == "0o700"
+    feedback = (klass / "a2" / "grades" / "feedback" / "alan.md").read_text()
+    assert "`softmax.py`: Canvas delivered it as `softmax-1.py`" in feedback
 
 
 def check_the_lms_files_follow_every_run(the_term):
-    """After the late student's run, the LMS files hold every record: 学生A's 3 points too."""
+    """The LMS files hold every record, under each assignment's own title."""
     _, klass, _, _ = the_term
-    lms = klass / "grades" / "lms"
-    canvas = read_canvas((lms / "canvas.csv").read_text())
-    totals = {s["id"]: s["scores"]["Attention course"] for s in canvas["students"]}
-    assert totals == {"4211": 3.0, "4212": 0.0, "4213": 2.0, "4214": 1.0, "4215": 3.0, "4216": 3.0}
-    users = [{"id": int(uid), "username": folder, "idnumber": uid, "email": email}
-             for folder, uid, _, email, _ in term.ROSTER]
-    moodle = moodle_import((lms / "moodle.csv").read_text(), users, "ID number", "useridnumber",
-                           ["Attention course"])
-    assert moodle["ok"] and {u: g["Attention course"] for u, g in moodle["grades"].items()} == \
-        {int(k): v for k, v in totals.items()}
-    assert "## In the roster without a submission (0 points): 0" in (lms / "summary.md").read_text()
+    for assignment, title, rows in (("a1", "Attention course, lessons 00-01",
+                                     rescored(term.EXPECTED)),
+                                    ("a2", "Attention course, lesson 02", term.EXPECTED_A2)):
+        lms = klass / assignment / "grades" / "lms"
+        canvas = read_canvas((lms / "canvas.csv").read_text())
+        assert canvas["assignments"] == [title]
+        totals = {s["id"]: s["scores"][title] for s in canvas["students"]}
+        expected = {uid: float(rows[folder].split(",")[1]) if folder in rows else 0.0
+                    for folder, uid, *_ in term.ROSTER}
+        assert totals == expected
+        users = [{"id": int(uid), "username": folder, "idnumber": uid, "email": email}
+                 for folder, uid, _, email, _ in term.ROSTER]
+        moodle = moodle_import((lms / "moodle.csv").read_text(), users, "ID number",
+                               "useridnumber", [title])
+        assert moodle["ok"] and {u: g[title] for u, g in moodle["grades"].items()} == \
+            {int(k): v for k, v in totals.items()}
+        summary = (lms / "summary.md").read_text()
+        assert "Moodle's CSV import carries no maximum" in summary
+    summary = (klass / "a1" / "grades" / "lms" / "summary.md").read_text()
+    assert "curiémarie" in summary  # graded, in no roster
+    for path in (klass / "a1" / "grades").rglob("*"):
+        assert path.stat().st_mode & 0o077 == 0, path
+
+
+def check_points_and_extensions_change_from_the_records(the_term):
+    """New points and an extension given after grading, by a rescore: no student code ran."""
+    _, klass, ran, books = the_term
+    rescore = next(done for block, done in ran if "POINTS=../class/points.toml" in block)
+    assert "no student code ran" in rescore.stdout and "set-up" not in rescore.stdout
+    late = books["a2 before the extension"]["liam"]
+    assert late == "ok,5,5,1,1,1,1,1,late"
+    assert term.rows(klass / "a2" / "grades")["liam"].endswith(",extension")
+
+
+def check_one_check_of_one_student_is_shown_whole(the_term):
+    _, klass, ran, _ = the_term
+    only = next(done for block, done in ran if "ONLY=01.scaled_scores" in block)
+    assert "01.scaled_scores" in only.stdout and "01.stable_softmax" not in only.stdout
+    assert "unchanged" in only.stderr
 
 
 def check_a_renamed_file_reaches_the_students_own_feedback(the_term):
     _, klass, _, _ = the_term
-    feedback = (klass / "grades" / "feedback" / "dee.md").read_text()
+    feedback = (klass / "a1" / "grades" / "feedback" / "dee.md").read_text()
     assert "## Files not graded" in feedback and "softmax (1).py" in feedback
-    assert "did you mean exercises/softmax.py?" in feedback and "hand it in again" in feedback
+    assert "did you mean exercises/softmax.py?" in feedback
+    assert "Canvas may list the new file as `softmax-1.py`" in feedback  # what Canvas will do
 
 
 def check_the_hand_back_zips_reach_each_student_in_canvas(the_term):
     _, klass, _, _ = the_term
-    handback = klass / "grades" / "handback"
+    handback = klass / "a1" / "grades" / "handback"
     with zipfile.ZipFile(handback / "canvas-feedback.zip") as archive:
         names = archive.namelist()
         targets = {canvas_reupload_target(n): n for n in names}
         by_uid = {uid: (aid, n) for (uid, aid), n in targets.items()}
-        assert sorted(by_uid) == ["4211", "4212", "4213", "4214", "4215"]  # 学生A came late
-        assert by_uid["4214"][0] in ("90004", "90104")  # one of the files dee submitted
+        assert sorted(by_uid) == ["4211", "4212", "4213", "4214", "4215", "4216", "4217",
+                                  "4218", "4219", "4230"]
+        assert by_uid["4219"][0] in ("7013", "7014")  # barbara's files of her last attempt
         inner = zipfile.ZipFile(io.BytesIO(archive.read(by_uid["4211"][1])))  # ada sent a zip
-        assert inner.read("feedback.md").decode().startswith("# ada: 3 / 3 points")
-        assert archive.read(by_uid["4214"][1]).decode().startswith("# dee: 1 / 3 points")
+        assert inner.read("feedback.md").decode().startswith("# ada: 4 / 4 points")
+        assert archive.read(by_uid["4214"][1]).decode().startswith("# dee: 1 / 4 points")
     with zipfile.ZipFile(handback / "feedback.zip") as archive:
-        assert len(archive.namelist()) == 6
-    assert "学生A" in (handback / "README.md").read_text()
+        assert sorted(archive.namelist())[:2] == ["Ann Lee/feedback.md", "ada/feedback.md"]
+        assert len(archive.namelist()) == 10
+    for path in handback.iterdir():
+        assert path.stat().st_mode & 0o077 == 0, path
 
 
 def check_the_shards_by_hand_merge_into_the_one_machine_run(the_term):
     _, klass, _, _ = the_term
-    one, merged = term.tree(klass / "grades"), term.tree(klass / "merged")
+    one, merged = term.tree(klass / "a1" / "grades"), term.tree(klass / "a1" / "merged")
     assert sorted(one) == sorted(merged) and "lms/canvas.csv" in one
-    for name in one:
-        assert one[name] == merged[name], name
+    for name in one:  # the merge was given the term's roster since (an extension was added)
+        if name != "roster.csv":
+            assert one[name] == merged[name], name
+    assert merged["roster.csv"] == (klass / "roster.csv").read_text(encoding="utf-8")
 
 
 def check_the_cluster_commands_reach_their_tools_as_documented(the_term):
@@ -305,7 +395,7 @@ def check_the_cluster_commands_reach_their_tools_as_documented(the_term):
         "--from-file=seed=../class/seed" and len(kubectl) == 4
     sbatch = [shlex.split(t) for t in tools if t.startswith("sbatch")]
     assert sbatch[0][-1] == "docs/cluster/grade-array.sbatch"
-    assert f"--output={klass}/logs/shard-%a.log" in sbatch[0]
+    assert f"--output={klass}/a1/logs/shard-%a.log" in sbatch[0]
     assert "--dependency=afterok:4242" in sbatch[1]
     assert not any("seed" in arg for call in sbatch for arg in call if "--seed-file" not in arg)
 

@@ -169,7 +169,7 @@ ROSTER = "folder,lms_id,email\nada,1,a@x\nAnn Lee,2,b@x\ncy,3,c@x\n"
 
 def canvas_totals(out: Path) -> dict[str, str]:
     text = (out / "lms" / "canvas.csv").read_text()
-    return {r["ID"]: r["Attention course"] for r in csv.DictReader(io.StringIO(text))
+    return {r["ID"]: r["Attention course, lesson 00"] for r in csv.DictReader(io.StringIO(text))
             if r["Student"] != "Points Possible"}
 
 

@@ -536,7 +536,7 @@ def test_a_graded_class_with_a_cheater_gives_feedback_without_hidden_values(tmp_
         for line in path.read_text(errors="replace").splitlines():
             assert len(line.strip()) < 20 or line.strip() not in feedback, line
     canvas = read_canvas((one / "lms" / "canvas.csv").read_text())
-    assert {s["id"] or s["sis_login_id"]: s["scores"]["Attention course"]
+    assert {s["id"] or s["sis_login_id"]: s["scores"]["Attention course, lessons 00-01"]
             for s in canvas["students"]} == {"4211": 3.0, "4212": 2.0, "4213": 2.0, "4214": 0.0,
                                              "fay@example.edu": 0.0}
 
@@ -617,18 +617,26 @@ def test_collect_reads_a_moodle_download_in_folders_and_flat(tmp_path):
     assert (subs / "ada" / "exercises" / "warmup.py").read_text() == "x = 1\n"
     assert not (subs / "evil.py").exists() and not (subs / "ada" / "__MACOSX").exists()
     assert sorted(p.name for p in (subs / "Bob Babbage").iterdir()) == ["softmax (1).py", "warmup.py"]
-    assert handles["students"]["ada"] == {"lms": "moodle", "id": "1001", "name": "Ada Lovelace",
-                                          "attachments": []}
-    with pytest.raises(SystemExit, match="is not empty"):
-        collect(download, subs)
+    ada = handles["students"]["ada"]
+    assert (ada["lms"], ada["id"], ada["name"], ada["attachments"]) == (
+        "moodle", "1001", "Ada Lovelace", [])
+    assert ada["notes"] == ["left out: ../evil.py (a path outside the student's folder)"]
+    again = collect(download, subs)  # the same download again: nothing changes
+    assert {r.state for r in again["report"]} == {"unchanged"}
+    (subs / "ada" / "stray.txt").unlink(missing_ok=True)
+    other = tmp_path / "class" / "other"
+    (other / "x").mkdir(parents=True)
+    with pytest.raises(SystemExit, match="not made by make collect"):
+        collect(download, other)
 
 
 def test_collect_reads_a_canvas_download_as_canvas_reads_its_names(tmp_path):
     from course.grading.collect import canvas_parts, collect
 
     assert canvas_parts("lovelaceada_late_4211_90001_softmax_v2.py") == (
-        "lovelaceada", "4211", "90001", "softmax_v2.py")
-    assert canvas_parts("4211_90001_warmup.py") == ("", "4211", "90001", "warmup.py")  # anonymous
+        "lovelaceada", True, "4211", "90001", "softmax_v2.py")
+    assert canvas_parts("4211_90001_warmup.py") == ("", False, "4211", "90001", "warmup.py")
+    assert canvas_parts("late_4211_90001_warmup.py") == ("", True, "4211", "90001", "warmup.py")
     download = tmp_path / "download"
     download.mkdir()  # an unpacked download works too
     (download / "lovelaceada_4211_90001_warmup.py").write_text("w\n")
@@ -758,7 +766,7 @@ def test_a_merge_writes_the_lms_files_from_the_roster_its_parts_keep(tmp_path):
 
 
 def test_collect_reads_a_students_zip_only_within_its_limits(monkeypatch):
-    from course.grading import collect
+    from course.grading import download as collect
 
     monkeypatch.setattr(collect, "MAX_STUDENT_BYTES", 100)
     files, left_out = collect.unpacked([("a.zip", _zip_bytes({"x.py": "x" * 60, "y.py": "y" * 60,

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from course.transformer_demos import (VARIANTS, deep_stack, offset_map, operation_counts,
-                                      predicted_offset_map, rnn_vs_attention)
+                                      predicted_offset_map, rnn_vs_attention, timing_verdict)
 from solutions.mha import MultiHeadAttention
 from solutions.transformer import DecoderBlock, sinusoidal_encoding
 
@@ -59,6 +59,18 @@ def test_rnn_vs_attention_times_every_length():
     seconds = rnn_vs_attention(MultiHeadAttention(16, 4, 4), [4, 8], d=16, repeats=1)
     assert seconds["L"] == [4, 8]
     assert all(t > 0 for t in seconds["rnn"] + seconds["attention"])
+
+
+@pytest.mark.parametrize("attention, peak, verdict", [
+    ([1, 0.5, 2, 16], 64, "the RNN loop is faster there"),   # a run where the L² scores catch up
+    ([1, 1, 1, 1], 256, "attention is faster there"),         # one where they never do
+])
+def test_timing_verdict_reads_the_measurement(attention, peak, verdict):
+    """The lesson's verdict on RNN vs attention comes from the timings, whichever way they go."""
+    lengths, rnn = [32, 64, 128, 256], [1, 2, 4, 8]
+    ratio_line, slope_line = timing_verdict(lengths, rnn, attention)
+    assert f"largest at L = {peak}" in ratio_line and ratio_line.endswith(verdict)
+    assert slope_line.startswith("slope of log time against log L: RNN 1.00, attention for L >= 256")
 
 
 def test_block_loads_a_state_dict_with_the_tiny_lm_names():

@@ -213,9 +213,18 @@ def test_training_curves_are_drawn_from_the_logged_points():
     assert costs[0] == pytest.approx([0.1, 0.1, 0.1])
     assert widgets08.curves_of(_curve_runs(), "experiment/sink/paper", "none", "share") == ([], [])
     fig = widgets08.training_curves(_curve_runs())
-    assert len(fig.axes) == len(widgets08.CURVES)  # the strong-sink set-up has no run: left out
+    assert len(fig.axes) == 3  # share, loss with BOS blocked, cost; the strong-sink set-up has no run
     lines = fig.axes[0].get_lines()  # the course's set-up, the share: 2 seeds + 1 mean per arm
     assert len(lines) == 2 * 3 and lines[2].get_ydata().tolist() == pytest.approx([0.0, 0.25, 0.5])
+    assert lines[2].get_linewidth() > 3 * lines[0].get_linewidth()  # the mean bold, the seeds thin
+    # the loss with BOS blocked: per arm 2 seeds, their mean and the dashed mean loss with every key
+    blocked = fig.axes[1].get_lines()
+    assert len(blocked) == 2 * 4 and blocked[3].get_linestyle() == "--"
+    assert blocked[2].get_ydata().tolist() == pytest.approx([2.6, 2.5, 2.4])
+    assert blocked[3].get_ydata().tolist() == pytest.approx([2.5, 2.4, 2.3])
+    # the stage-1 arms only, unless asked for others
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["baseline (n = 2)", "G1 elementwise (n = 2)"]
 
 
 def test_shipped_runs_carry_the_functional_tests():

@@ -49,6 +49,20 @@ def test_verdict_is_yes_only_when_every_gated_seed_is_below_every_baseline_seed(
     assert analysis.verdict_lower(yes, "gpt2", "bb", "first_token_share") == "not measured"
 
 
+def test_with_five_seeds_or_more_the_verdict_is_the_two_sided_exact_test():
+    # 5 against 5, every gated seed below: two-sided p = 2 / C(10, 5) = 2/252
+    runs = _runs([0.5, 0.4, 0.45, 0.42, 0.48], [0.10, 0.05, 0.15, 0.12, 0.08])
+    ratio = analysis.stats.bootstrap_ratio([0.10, 0.05, 0.15, 0.12, 0.08], [0.5, 0.4, 0.45, 0.42, 0.48])
+    assert analysis.verdict_lower(runs, "paper", "bb", "first_token_share") == \
+        f"yes, ratio {ratio[0]:.2f} [{ratio[1]:.2f}, {ratio[2]:.2f}], two-sided p = 0.0079"
+    # overlapping seeds: not shown, however the means lie
+    runs = _runs([0.5, 0.1, 0.45, 0.12, 0.48], [0.10, 0.05, 0.55, 0.12, 0.5])
+    assert analysis.verdict_lower(runs, "paper", "bb", "first_token_share").startswith("not shown, two-sided p = ")
+    # significantly higher is a no
+    runs = _runs([0.1, 0.05, 0.15, 0.12, 0.08], [0.5, 0.4, 0.45, 0.42, 0.48])
+    assert analysis.verdict_lower(runs, "paper", "bb", "first_token_share") == "no (higher), two-sided p = 0.0079"
+
+
 def test_loss_verdict_reports_the_difference():
     runs = {}
     for gate, losses in (("none", [2.0, 2.1, 2.05]), ("elementwise", [1.9, 1.95, 1.8])):
@@ -112,11 +126,17 @@ def test_paper_comparison_has_every_claim_for_every_case():
     runs = {**_runs([0.5, 0.4, 0.45], [0.1, 0.12, 0.1]),
             **_runs([0.2, 0.25, 0.22], [0.2, 0.1, 0.3], prefix="gpt2")}
     rows = analysis.paper_rows(runs, [("bb", "paper", "gpt2", "bb")])
-    # the claims, the input-independent gate, massive activations, sparsity, two by algebra
-    assert len(rows) == len(analysis.PAPER_CLAIMS) + 1 + 1 + 1 + 2
+    # the claims, the input-independent gate, massive activations two ways, sparsity, two by algebra
+    assert len(rows) == len(analysis.PAPER_CLAIMS) + 1 + 2 + 1 + 2
     assert rows[0][3].startswith("yes") and rows[0][4].endswith("not shown (seeds overlap), p = 0.35")
     assert rows[1][2].endswith("-") and rows[1][3] == "not measured"  # no functional tests here
+    massive = {row[0]: row for row in rows}
+    assert massive["largest |h| (M-Act)"][2] == "bb 30 -> 30" and massive["largest |h| (M-Act)"][1] == "M-Act 1053 -> 94"
+    assert massive["max/median (Sun et al.)"][3] == "none form (< 1,000x)"
     assert "| claim" not in analysis.paper_comparison(runs, [("bb", "paper", "gpt2", "bb")])
+    # a case of the paper-like build alone (the experiment) leaves the GPT-2-style column empty
+    rows = analysis.paper_rows(runs, [("bb", "paper", None, "bb")])
+    assert rows[0][4] == "" and rows[0][3].startswith("yes")
 
 
 def test_trained_layer_and_value_at_bos_on_a_small_model():
@@ -160,7 +180,7 @@ def test_exact_mann_whitney_against_hand_counts():
     # 3 against 3, all below: 1 of C(6, 3) = 20 orderings
     assert analysis.mann_whitney([1, 2, 3], [4, 5, 6]) == (9.0, 0.05)
     # 2 against 2: U takes 0, 1, 2, 2, 3, 4 over the 6 orderings, so P(U >= 3) = 2/6
-    assert analysis._u_counts(2, 2) == [1, 1, 2, 1, 1]
+    assert analysis.stats.u_counts(2, 2) == (1, 1, 2, 1, 1)
     assert analysis.mann_whitney([1, 2], [1.5, 3]) == (3.0, 2 / 6)
     # the wrong direction: every ordering reaches U = 0
     assert analysis.mann_whitney([5, 6], [1, 2]) == (0.0, 1.0)
@@ -178,9 +198,11 @@ def test_ratio_range_spans_the_seed_pairings():
 
 
 def _experiment_runs():
-    """Runs of the experiment's two set-ups, with the functional tests measured."""
+    """Runs of the experiment's two set-ups, with the functional tests measured: 5 seeds of the
+    baseline and G1 elementwise, 3 of the static scalar."""
     runs = {}
-    spec = {"none": ([0.5, 0.4, 0.45], [0.13, 0.12, 0.2]), "elementwise": ([0.05, 0.04, 0.06], [0.01, 0.0, 0.02]),
+    spec = {"none": ([0.5, 0.4, 0.45, 0.55, 0.35], [0.13, 0.12, 0.2, 0.3, 0.25]),
+            "elementwise": ([0.05, 0.04, 0.06, 0.19, 0.03], [0.01, 0.0, 0.02, 0.15, 0.01]),
             "static": ([0.2, 0.3, 0.25], [0.15, 0.14, 0.2])}
     for arm, (shares, costs) in spec.items():
         for seed, (share, cost) in enumerate(zip(shares, costs)):
@@ -191,42 +213,65 @@ def _experiment_runs():
     return runs
 
 
-def test_comparisons_give_the_rule_the_exact_p_and_the_ratio():
+def test_comparisons_give_u_the_two_sided_exact_p_and_the_ratio():
     runs = _experiment_runs()
     c = analysis.compare(runs, "experiment/paper", "bos_cost", "elementwise", "none")
-    assert c["rule"] and c["n"] == (3, 3) and abs(c["p"] - 0.05) < 1e-12
-    assert c["ratio"] is None  # a seed of zero cost: no ratio
+    # 5 against 5: G1 elementwise's 0.15 lies above two baseline seeds, so U = 25 - 2 = 23; the
+    # 252 orderings reach U >= 23 in 1 + 1 + 2 ways, and two-sided doubles it
+    assert c["n"] == (5, 5) and c["u"] == 23 and not c["rule"] and c["above"] == 1 and c["tested"]
+    assert abs(c["p"] - 8 / 252) < 1e-12
+    assert abs(c["ratio"][0] - 0.038 / 0.2) < 1e-12 and c["ratio"][1] < c["ratio"][0] < c["ratio"][2]
     c = analysis.compare(runs, "experiment/paper", "first_token_share", "elementwise", "static")
-    assert c["rule"] and abs(c["ratio"][0] - 0.25 / 0.05) < 1e-12
+    assert c["rule"] and c["n"] == (5, 3) and not c["tested"] and c["p"] is None and c["ratio"] is None
     assert analysis.compare(runs, "experiment/sink/paper", "first_token_share", "elementwise", "none") is None
     lines = analysis.comparison_table(runs, analysis.PRIMARY + analysis.CONTROLS, family=4).splitlines()
     assert "p < 0.0125" in lines[0]
     # set-ups and arms without seeds are left out: 2 primary comparisons and 4 controls (static
     # against the baseline, elementwise against static, for both measures) in the course's set-up
     assert len(lines) == 1 + 6
-    assert lines[1].rstrip().endswith("cannot")  # 3 against 3 can never pass 0.0125
-    assert "5.0e-02" in lines[1] and "  yes " in lines[1]
-    line = analysis.comparison_table(runs, analysis.PRIMARY, family=1).splitlines()[1]
-    assert line.rstrip().endswith(" yes")  # at 0.05 alone, 3 against 3 can pass
-    assert analysis.smallest_p(3, 3) == 1 / 20 and analysis.smallest_p(5, 5) == 1 / 252
+    share, cost = lines[1], lines[2]
+    assert "25/25" in share and "7.9e-03" in share and share.rstrip().endswith("yes")  # 2/252 < 0.0125
+    assert "23/25" in cost and "3.2e-02" in cost and cost.rstrip().endswith("no")
+    assert all(line.rstrip().endswith("< 5 seeds") for line in lines[3:])  # 3 static seeds: no test
+    # the family's size counts every planned comparison, shipped or not: 2 and 10 tests, 2 set-ups
+    assert analysis.family_size(analysis.PRIMARY) == 4 and analysis.family_size(analysis.CONTROLS) == 20
+    assert "p < 0.0025" in analysis.comparison_table(runs, analysis.CONTROLS).splitlines()[0]
+    assert analysis.smallest_p(3, 3) == 2 / 20 and analysis.smallest_p(5, 5, "less") == 1 / 252
 
 
 def test_too_few_seeds_give_no_p():
     runs = {k: v for k, v in _experiment_runs().items() if k.endswith("seed0")}
-    line = analysis.comparison_table(runs, analysis.PRIMARY, family=4).splitlines()[1]
-    assert "e-0" not in line and "e+0" not in line and line.rstrip().endswith("cannot")
-    text = analysis.headline(runs, prefixes=analysis.EXPERIMENT_PREFIXES)
-    assert "with 1 against 1 seeds no result can reach p < 0.05" in text and "p = " not in text
+    line = analysis.comparison_table(runs, analysis.PRIMARY).splitlines()[1]
+    assert "e-0" not in line and "e+0" not in line and line.rstrip().endswith("< 5 seeds")
+    text = analysis.headline(runs)
+    assert "G1 elementwise vs baseline, 1 against 1 seeds: too few seeds for a comparison" in text
+    assert "p = " not in text
 
 
 def test_experiment_and_functional_tables():
     runs = _experiment_runs()
     lines = analysis.experiment_table(runs, "course").splitlines()
     assert len(lines) == 1 + 3 and lines[1].startswith("baseline ")
-    assert lines[1].rstrip().endswith("3")
-    assert "0.150 [0.120, 0.200]" in lines[1]  # the cost of blocking BOS
+    assert lines[1].rstrip().endswith("5")
+    assert "0.200 [0.120, 0.300]" in lines[1]  # the cost of blocking BOS
     table = analysis.functional_table(runs, [("course", "experiment/paper", "bb")], variants=("none", "elementwise"))
     assert table.splitlines()[1].split()[-1] == "+0.000"  # the window with BOS costs nothing
     assert "+0.130" in table.splitlines()[1] and "+0.065" in table.splitlines()[1]
-    text = analysis.headline(runs, prefixes=analysis.EXPERIMENT_PREFIXES)
-    assert "every seed below every seed: yes, p = 0.05" in text
+    text = analysis.headline(runs).splitlines()
+    # the 3-seed runs and the experiment's strong-sink set-up have no run here; the course's does
+    assert text[0] == "the strong-sink set-up, the 3-seed runs: no run shipped yet"
+    assert text[1] == "the strong-sink set-up, the experiment: no run shipped yet"
+    assert text[2] == "the course's set-up, the experiment: share on BOS"
+    assert text[3].split() == ["baseline", "0.450", "[0.350,", "0.550]", "n", "=", "5"]
+    share = text.index("    G1 elementwise vs baseline, 5 against 5 seeds:")
+    assert "U = 25 of 25, two-sided exact p = 0.0079" in text[share + 1]
+    assert text[share + 2].strip() == ("every seed below every seed: yes; below 0.0125 (4 comparisons): "
+                                       "yes: the arms differ")
+    cost = text.index("    G1 elementwise vs baseline, 5 against 5 seeds:", share + 1)
+    assert "U = 23 of 25, two-sided exact p = 0.032" in text[cost + 1]
+    assert text[cost + 2].strip() == ("every seed below every seed: no (1 of 5 above the lowest of the "
+                                      "second); below 0.0125 (4 comparisons): no: these seeds do not "
+                                      "separate the arms")
+    # the static scalar has 3 seeds: the rank rule, no test
+    static = text.index("    G1 elementwise vs static scalar, 5 against 3 seeds:")
+    assert text[static + 2].strip().endswith("fewer than 5 seeds per arm: no test")

@@ -2,6 +2,7 @@
 experiment's training (course/lesson08_experiment.py): masks, interventions, resumption."""
 import json
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -122,3 +123,54 @@ def test_the_queue_trains_in_the_order_the_claims_need():
                             for arm in ("static", "headwise")]
     assert {setup for setup, _arm, _seed in order[:50]} == {"course"}
     assert {setup for setup, _arm, _seed in order[50:]} == {"sink"}
+
+
+def test_a_run_prepared_on_the_meta_device_trains_there():
+    # every tensor a training step and a curve point's masks make must follow the model's device
+    # (a mask made on the CPU breaks a run on a GPU): the meta device finds them without one
+    meta = torch.device("meta")
+    model, optimizer, _schedule, _recipe, stream, curve_tokens, _data = experiment.prepare(
+        "course", "elementwise", 0, steps=3, device=meta)
+    assert {p.device.type for p in model.parameters()} == {"meta"}
+    assert stream.device == meta and curve_tokens.device == meta and stream.shape == (3, 32, lm.SEQ_LEN)
+    loss = lm.lm_loss(model, stream[0])
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    assert loss.device == meta and {p.grad.device.type for p in model.parameters()} == {"meta"}
+    blocked = model(curve_tokens, allowed=functional.key_mask(lm.SEQ_LEN, block_bos=True, device=meta))
+    assert blocked.device == meta
+    _logits, record = model(curve_tokens, details=True)
+    assert record["weights"][0].device == meta
+    # the shipped state comes back to the CPU in float16
+    state = lm.compact_state(torch.nn.Linear(2, 2))
+    assert {t.device.type for t in state.values()} == {"cpu"} and {t.dtype for t in state.values()} == {torch.float16}
+
+
+def test_a_run_asked_for_cuda_falls_back_to_the_cpu_where_there_is_none(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(experiment, "CURVE_EVERY", 2)
+    monkeypatch.setattr(experiment, "CURVE_SEQUENCES", 4)
+    monkeypatch.setattr(lm, "VAL_SEQUENCES", 8)
+    on_cpu = experiment.train_run("course", "none", 0, tmp_path / "cpu", steps=4, progress=False)
+    asked = experiment.train_run("course", "none", 0, tmp_path / "cuda", steps=4, progress=False,
+                                 device="cuda")
+    assert "no CUDA device found: training on the CPU" in capsys.readouterr().out
+    assert asked["device"] == on_cpu["device"] == "cpu"
+    for key in ("val_loss", "first_token_share", "loss_bos_blocked", "curve"):
+        assert asked[key] == on_cpu[key]
+    assert experiment.resolve_device("meta") == torch.device("meta")  # other devices as asked
+
+
+def test_the_script_takes_a_device_for_the_experiment_only(monkeypatch):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("train_lesson08", lm.ROOT / "scripts" / "train_lesson08.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    asked = {}
+    monkeypatch.setattr(experiment, "work", lambda threads, device: asked.update(threads=threads, device=device) or 0)
+    assert script.main(["--experiment", "--device", "cuda", "--threads", "1"]) == 0
+    assert asked == {"threads": 1, "device": "cuda"}
+    with pytest.raises(SystemExit):
+        script.main(["--device", "cuda"])

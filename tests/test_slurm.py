@@ -1,6 +1,6 @@
 """The guide's Slurm recipe on a real one-node Slurm: docs/cluster/submit.sh run as documented
-(`LESSONS=00-01 bash docs/cluster/submit.sh`) submits the array of shards and the merge; the
-merged class must equal a one-machine run of the same class, file by file, timings apart.
+(`WORK=../class/a1 LESSONS=00-01 bash docs/cluster/submit.sh`) submits the array of shards and
+the merge; the merged assignment must equal a one-machine run of it, file by file, timings apart.
 
 The cluster is this test's own: munged with a fresh key, slurmctld and slurmd (Debian's
 `slurm-wlm` and `munge`, which `make test` installs through scripts/system_packages.sh) with a
@@ -155,9 +155,9 @@ def small_class(klass: Path) -> None:
 
     for folder, files in (("ada", term.PERFECT), ("bob", {**term.PERFECT, "warmup.py": term.WARMUP_BUG}),
                           ("cy", generate())):
-        (klass / "collected" / folder / "exercises").mkdir(parents=True)
+        (klass / "a1" / "collected" / folder / "exercises").mkdir(parents=True)
         for name, text in files.items():
-            (klass / "collected" / folder / "exercises" / name).write_text(text)
+            (klass / "a1" / "collected" / folder / "exercises" / name).write_text(text)
     (klass / "roster.csv").write_text("folder,lms_id,email\nada,1,a@x\nbob,2,b@x\ncy,3,c@x\n")
     (klass / "seed").write_text("735171908\n")
     (klass / "seed").chmod(0o600)
@@ -167,25 +167,26 @@ def test_the_documented_array_job_and_merge_give_the_one_machine_gradebook(clust
     course, klass = term.course_copy(tmp_path), tmp_path / "class"
     small_class(klass)
     env = {**term.make_env(), "SLURM_CONF": cluster.env["SLURM_CONF"]}
-    submitted = subprocess.run(["bash", "-c", "LESSONS=00-01 bash docs/cluster/submit.sh"],
+    submitted = subprocess.run(["bash", "-c", "WORK=../class/a1 LESSONS=00-01 bash docs/cluster/submit.sh"],
                                cwd=course, env=env, capture_output=True, text=True, timeout=120)
     assert submitted.returncode == 0, submitted.stderr
     merge_job = submitted.stdout.split()[-1].split(";")[0]
     one = subprocess.run(  # meanwhile, the same class on one machine
-        ["make", "grade", "SUBMISSIONS=../class/collected", "OUT=../class/one", "JOBS=2",
+        ["make", "grade", "SUBMISSIONS=../class/a1/collected", "OUT=../class/a1/grades", "JOBS=2",
          "LESSONS=00-01", "ROSTER=../class/roster.csv", "SEED_FILE=../class/seed"],
         cwd=course, env=env, capture_output=True, text=True, timeout=900)
     assert one.returncode == 0, one.stderr[-3000:]
     _until("the merge job", lambda: cluster.state(merge_job) in (
         "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "GONE"), 900, cluster.dead)
-    logs = {p.name: p.read_text(errors="replace") for p in (klass / "logs").iterdir()}
+    work = klass / "a1"
+    logs = {p.name: p.read_text(errors="replace") for p in (work / "logs").iterdir()}
     assert cluster.state(merge_job) == "COMPLETED", logs
     assert sorted(logs) == ["merge.log", "shard-1.log", "shard-2.log", "shard-3.log"]
-    assert sorted(p.name for p in (klass / "shards").iterdir()) == ["1", "2", "3"]
-    merged, single = term.tree(klass / "grades"), term.tree(klass / "one")
+    assert sorted(p.name for p in (work / "shards").iterdir()) == ["1", "2", "3"]
+    merged, single = term.tree(work / "merged"), term.tree(work / "grades")
     assert sorted(merged) == sorted(single) and "lms/moodle.csv" in merged
     for name in single:
         assert merged[name] == single[name], name
-    assert term.rows(klass / "grades") == {"ada": "ok,3,3,1,1,1,", "bob": "ok,2,3,0,1,1,",
+    assert term.rows(work / "merged") == {"ada": "ok,3,3,1,1,1,", "bob": "ok,2,3,0,1,1,",
                                            "cy": "ok,0,3,0,0,0,"}
     assert not list(course.glob("*.log")) and not list(course.glob("slurm-*.out"))

@@ -4,6 +4,7 @@
     python -m course.grading merge --parts OUT1 OUT2 ... --out OUT  merge a class's shards (merge.py)
     python -m course.grading collect --from DOWNLOAD --submissions SUBS   an LMS download (collect.py)
     python -m course.grading handback --out OUT [--submissions SUBS]     feedback zips (handback.py)
+    python -m course.grading rescore --out OUT [--points P] [--roster R]  from records (rescore.py)
 
 See docs/instructors.md.
 """
@@ -22,6 +23,10 @@ def main(argv=None) -> int:
         from course.grading.collect import main as collect_main
 
         return collect_main(argv[1:])
+    if argv[:1] == ["rescore"]:
+        from course.grading.rescore import main as rescore_main
+
+        return rescore_main(argv[1:])
     if argv[:1] == ["handback"]:
         from course.grading.handback import main as handback_main
 

@@ -24,7 +24,7 @@ from course import ROOT
 WHERE = {"SUBMISSIONS": "../class/collected", "OUT": "../class/grades",
          "ROSTER": "../class/roster.csv", "SEED_FILE": "../class/seed",
          "STUDENTS_FILE": "../class/students.txt", "PARTS": "../class/grades/shard-1 ...",
-         "FROM": "../class/download.zip"}
+         "FROM": "../class/download.zip", "POINTS": "../class/points.toml"}
 
 
 class ClassPathError(SystemExit):

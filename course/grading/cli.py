@@ -56,9 +56,16 @@ def parser() -> argparse.ArgumentParser:
                    "a value that is no folder's whole name is split at spaces and newlines")
     p.add_argument("--students-file", type=Path, metavar="FILE",
                    help="regrade the folders this file names, one whole name per line")
+    p.add_argument("--only", metavar="CHECK", help="with --students: run this one check for "
+                   "them, sandboxed as a run grades it, and print its whole result (the message, "
+                   "the hidden verdict); OUT is not changed")
     p.add_argument("--shard", metavar="K/N", help="grade share K of N of the class (every N-th "
                    "folder in sorted order, from the K-th) into its own OUT")
     p.add_argument("--roster", type=Path, help="roster CSV: also write OUT/lms/ (Canvas, Moodle)")
+    p.add_argument("--assignment", metavar="TITLE",
+                   help="the assignment's title: the LMS files' grade column (default: OUT's, else "
+                   "'Attention course' for every lesson, 'Attention course, lessons 00-01' for "
+                   "some); each assignment is graded into an OUT of its own")
     p.add_argument("--per-lesson", action=argparse.BooleanOptionalAction, default=None,
                    help="also the LMS files with one column per lesson (default: OUT's choice)")
     p.add_argument("--points", type=Path, help="points per check (TOML; default: OUT's, else "
@@ -115,9 +122,11 @@ def _options(args) -> Options:
     except ValueError:
         raise UsageError(f"--lessons {' '.join(args.lessons)}: give lessons such as 00-02 "
                          "or 1,3") from None
-    return Options(args.jobs, lessons, args.points, args.workdir, args.seed, args.seed_file,
-                   args.students, parse_shard(args.shard), args.roster, args.per_lesson,
-                   not args.no_fork_server, args.students_file)
+    options = Options(args.jobs, lessons, args.points, args.workdir, args.seed, args.seed_file,
+                      args.students, parse_shard(args.shard), args.roster, args.per_lesson,
+                      not args.no_fork_server, args.students_file)
+    options.assignment, options.only = args.assignment, args.only
+    return options
 
 
 def main(argv=None) -> int:

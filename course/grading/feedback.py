@@ -70,6 +70,11 @@ def _points(check: CheckRecord) -> str:
 def check_lines(check: CheckRecord) -> list[str]:
     """What the student reads about one check."""
     head = f"- `{check.id}`: {_points(check)}"
+    if check.passed and check.stand_ins and not check.blocked_by:
+        used = ", ".join(f"`{b}`" for b in check.stand_ins)
+        return [f"{head}: PASS " + _("(the notebook's cases and the hidden inputs, with the "
+                                     "reference's {checks} in place of yours: this assignment "
+                                     "does not grade that lesson)").format(checks=used)]
     if check.passed and check.blocked_by:
         blockers = ", ".join(f"`{b}`" for b in check.blocked_by)
         return [f"{head}: PASS " + _("(right on its own: the notebook's cases and the hidden "
@@ -100,19 +105,41 @@ def _problems(record: StudentRecord) -> list[str]:
     return [p for p in record.problems if not p.lower().startswith("grader error")]
 
 
+RENAME_ADVICE = {
+    "canvas": N_("**Rename each file on your computer to the exercise's name it resembles (for "
+                 "example `softmax.py`, not `softmax (1).py`) and submit again.** Canvas may list "
+                 "the new file as `softmax-1.py` or `softmax-2.py` (its numbering of a name you "
+                 "handed in before): that is fine, it is graded as `softmax.py`. Until then its "
+                 "checks count the exercise as not written."),
+    "moodle": N_("**Rename each file on your computer to the exercise's name it resembles (for "
+                 "example `softmax.py`, not `softmax (1).py`), then edit your Moodle submission: "
+                 "delete the misnamed file and upload the renamed one.** Until then its checks "
+                 "count the exercise as not written."),
+    "": N_("**Rename each file to the exercise's name it resembles (for example `softmax.py`, not "
+           "`softmax (1).py`) and hand it in again**: until then its checks count the exercise "
+           "as not written."),
+}
+
+
 def ignored_lines(record: StudentRecord) -> list[str]:
     """The files of the submission the grader did not take as exercises, and why (the grader's
-    words about the student's own files: never anything of the hidden run)."""
+    words about the student's own files: never anything of the hidden run), and what to do on
+    the LMS the class uses."""
     if not record.ignored:
         return []
     lines = [_("These files were not graded as exercises (only `exercises/*.py` with an "
                "exercise's name count):"), ""]
     lines += [f"- {_inline(item)}" for item in record.ignored]
     if any("did you mean" in item for item in record.ignored):
-        lines += ["", _("**Rename each file to the exercise's name it resembles (for example "
-                        "`softmax.py`, not `softmax (1).py`) and hand it in again**: until then "
-                        "its checks count the exercise as not written.")]
+        lines += ["", _(RENAME_ADVICE.get(record.lms, RENAME_ADVICE[""]))]
     return lines
+
+
+def delivered_lines(record: StudentRecord) -> list[str]:
+    """How the LMS delivered the files, where it renamed one (and the grader read it back)."""
+    return ["- " + _("`{graded}`: Canvas delivered it as `{delivered}` (its numbering of a file "
+                      "name you handed in before); graded as `{graded}`.").format(
+        graded=_inline(b), delivered=_inline(a)) for a, b in record.delivered]
 
 
 def _heading(lines: list[str], title: str) -> None:
@@ -131,6 +158,10 @@ def feedback_text(info: ClassInfo, record: StudentRecord) -> str:
     if record.status != "ok":
         text = STATUS_TEXT.get(record.status)
         lines += ["", f"**{record.status}**: " + (_(text) if text else _("see your instructor."))]
+    delivered = delivered_lines(record)
+    if delivered:
+        _heading(lines, _("How your files arrived"))
+        lines += delivered
     ignored = ignored_lines(record)
     if ignored:
         _heading(lines, _("Files not graded"))

@@ -54,7 +54,10 @@ class HandbackError(SystemExit):
 def _write_bytes(path: Path, data: bytes) -> None:
     """Atomically, as records.atomic_write writes text."""
     temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_bytes(data)
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    os.chmod(temporary, 0o600)
     os.replace(temporary, path)
 
 
@@ -83,6 +86,22 @@ def moodle_entry(handle: dict, feedback: bytes) -> tuple[str, bytes]:
     return f"{name}_{handle['id']}_assignfeedback_file_feedback.md", feedback
 
 
+KEPT = ".handles.json"  # OUT/handback/: the LMS ids the zips were made with, for rebuilding them
+
+
+def rebuild(out: Path) -> dict[str, list[str]] | None:
+    """OUT/handback/ made again from the records, where make handback made it before: a regrade,
+    a late student or a rescore never leaves a zip that says an older grade."""
+    kept = Path(out) / HANDBACK_DIR / KEPT
+    if not kept.is_file():
+        return None
+    try:
+        handles = rec.read_json(kept)
+    except (OSError, ValueError):
+        return None
+    return build(out, handles=handles if isinstance(handles, dict) else {})
+
+
 def _handles(submissions: Path | None) -> dict:
     if submissions is None or not (Path(submissions) / HANDLES).is_file():
         return {}
@@ -92,13 +111,24 @@ def _handles(submissions: Path | None) -> dict:
         raise HandbackError(f"{submissions}/{HANDLES} cannot be read ({err})") from None
 
 
-def build(out: Path, submissions: Path | None = None) -> dict[str, list[str]]:
+def _entry_folder(record: rec.StudentRecord) -> str:
+    """The folder of a student's feedback in feedback.zip: the student's folder name where a zip
+    entry can carry it as it is (no separator, no control character, not hidden), else the
+    report name (a cleaned name with a hash: the same one as OUT/reports/)."""
+    name = record.student
+    plain = (name and name == shown(name) and not name.startswith(".") and "/" not in name
+             and "\\" not in name and len(name.encode("utf-8", "surrogateescape")) <= 200)
+    return name if plain else record.report_name
+
+
+def build(out: Path, submissions: Path | None = None,
+          handles: dict | None = None) -> dict[str, list[str]]:
     """Write OUT/handback/; returns, per zip, the folders it holds."""
     out = Path(out).resolve()
     records = rec.load_students(out)
     if not records:
         raise HandbackError(f"{out} holds no graded student (run make grade first)")
-    handles = _handles(submissions)
+    handles = _handles(submissions) if handles is None else handles
     zips: dict[str, dict[str, bytes]] = {"feedback.zip": {}, "canvas-feedback.zip": {},
                                          "moodle-feedback.zip": {}}
     held: dict[str, list[str]] = {name: [] for name in zips}
@@ -107,7 +137,7 @@ def build(out: Path, submissions: Path | None = None) -> dict[str, list[str]]:
         if not path.is_file():
             continue
         feedback = path.read_bytes()
-        zips["feedback.zip"][f"{record.report_name}/feedback.md"] = feedback
+        zips["feedback.zip"][f"{_entry_folder(record)}/feedback.md"] = feedback
         held["feedback.zip"].append(record.student)
         handle = handles.get(record.student)
         entry = None
@@ -127,6 +157,8 @@ def build(out: Path, submissions: Path | None = None) -> dict[str, list[str]]:
             (folder / name).unlink(missing_ok=True)
     rec.atomic_write(folder / "README.md", readme(held, sorted(r.student for r in
                                                                  records.values())))
+    rec.atomic_write(folder / KEPT, rec.dumps(handles))
+    rec.private_tree(folder)
     return held
 
 

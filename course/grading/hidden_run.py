@@ -102,8 +102,11 @@ def isolated_entry(check: GradedCheck, failing: set[str]) -> tuple[dict, list[st
              "calls": calls}, blockers)
 
 
-def _isolated_cases(ctx: ClassContext, entries: dict[int, dict]) -> bytes:
-    every = [entries.get(c.index, {"target": c.target, "cases": []}) for c in ctx.checks.values()]
+def _isolated_cases(ctx: ClassContext, entries: dict[int, dict], run: set[int]) -> bytes:
+    """The cases file of a run where some checks carry stand-ins: their entries, the plain hidden
+    cases of the other checks of the run, nothing for the checks it does not run."""
+    every = [entries.get(c.index, {"target": c.target, "cases": c.cases if c.index in run else []})
+             for c in ctx.checks.values()]
     try:
         return flat.dumps(every)  # the harness reads it in a fraction of torch.load's time
     except flat.Unsupported:
@@ -119,8 +122,8 @@ def _isolated_cases(ctx: ClassContext, entries: dict[int, dict]) -> bytes:
 def run_hidden(ctx: ClassContext, settings: Settings, files: dict[str, bytes],
                check_ids: list[str], deadline: float, scratch: Path, raw: Path,
                root: Path, isolated: dict[str, dict] | None = None) -> HiddenRun:
-    """Each of `check_ids`' confirmation; with `isolated` (check id -> its isolated_entry), the
-    second pass, where those checks run with the stand-ins their entries carry."""
+    """Each of `check_ids`' confirmation; with `isolated` (check id -> its isolated_entry), those
+    checks run with the stand-ins their entries carry (the others of `check_ids` as they are)."""
     if not check_ids:
         return HiddenRun({})
     checks = [ctx.checks[c] for c in check_ids]
@@ -130,7 +133,8 @@ def run_hidden(ctx: ClassContext, settings: Settings, files: dict[str, bytes],
     for path in paths.values():
         path.touch()
     extra = None if not isolated else _isolated_cases(
-        ctx, {ctx.checks[c].index: entry for c, entry in isolated.items()})
+        ctx, {ctx.checks[c].index: entry for c, entry in isolated.items()},
+        {c.index for c in checks})
     box = Sandbox(_layout(ctx, settings, files, paths, extra), settings.unsafe, root, ctx.server)
     limits = settings.limits("hidden", forked=ctx.server is not None)
     cases = ISOLATED if isolated else f"{HIDDEN}/cases.pt"

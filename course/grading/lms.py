@@ -53,6 +53,33 @@ __all__ = ["ROSTER_FIELDS", "RosterEntry", "RosterError", "folder_key", "read_ro
 
 LMS_DIR = "lms"
 TITLE = "Attention course"          # the assignment's name in the LMS (a column header)
+
+
+def lesson_ranges(lessons: list[str]) -> str:
+    """['00', '01', '02', '05'] -> '00-02, 05'."""
+    numbers = sorted(int(n) for n in lessons)
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"{r[0]:02d}" if len(r) == 1 else f"{r[0]:02d}-{r[-1]:02d}" for r in runs)
+
+
+def default_title(lessons: list[str], every: list[str] | None = None) -> str:
+    """The LMS column of an assignment: the course's name for every lesson, else with the lessons
+    it grades (Canvas matches an imported column to an assignment by its title, so two
+    assignments of one term need two titles)."""
+    if every is not None and sorted(lessons) == sorted(every):
+        return TITLE
+    return f"{TITLE}, lesson{'s' if len(lessons) > 1 else ''} {lesson_ranges(lessons)}"
+
+
+def title_of(info: ClassInfo) -> str:
+    """The title the class's LMS columns carry: ASSIGNMENT=, else TITLE (a class recorded before
+    assignments had titles)."""
+    return info.assignment or TITLE
 CANVAS_STUDENT_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MOODLE_STUDENT_COLUMNS = ["ID number", "Full name", "Section"]
 MOODLE_MAX_GRADE = 100   # Moodle refuses more unless the site sets unlimitedgrades
@@ -207,7 +234,7 @@ def check_roster(roster: list[RosterEntry], records: list[StudentRecord], files:
 
 
 def summary_text(files: LmsFiles, roster_name: str, n_roster: int, n_graded: int,
-                 maximum: float) -> str:
+                 maximum: float, title: str = TITLE) -> str:
     def section(title: str, items: list[str]) -> list[str]:
         return ["", f"## {title}: {len(items)}", ""] + [f"- `{shown(i)}`" for i in items]
 
@@ -216,6 +243,11 @@ def summary_text(files: LmsFiles, roster_name: str, n_roster: int, n_graded: int
              f"Files: {', '.join(f'`{n}`' for n in files.written if n != 'summary.md')}. Import "
              "the total (`canvas.csv`, `moodle.csv`) or the lessons (`*-lessons.csv`), never "
              "both: the LMS would count every point twice."]
+    lines += ["", f"The column is `{shown(title)}`, out of {maximum:g} points. Canvas reads the "
+              "maximum from the `Points Possible` row and fills the assignment of that title "
+              "(or creates one). **Moodle's CSV import carries no maximum**: a \"new grade "
+              "item\" is out of 100, so create the grade item first (Gradebook setup, Add grade "
+              f"item, `{shown(title)}`, Maximum grade {maximum:g}) and map the column to it."]
     if maximum > MOODLE_MAX_GRADE:
         lines += ["", f"**The maximum, {maximum:g}, is over {MOODLE_MAX_GRADE}**: Moodle stops "
                   "the import unless the site allows it (`unlimitedgrades`)."]
@@ -240,7 +272,7 @@ def _warn(files: LmsFiles) -> None:
 
 
 def write_lms(out: Path, info: ClassInfo, records, roster_path: Path | None,
-              per_lesson: bool = False, title: str = TITLE) -> LmsFiles | None:
+              per_lesson: bool = False, title: str | None = None) -> LmsFiles | None:
     """Write OUT/lms/ for the roster (and remove what an earlier run wrote there that this
     one does not: a file of PER_LESSON=1 that is off now); None without a roster.
 
@@ -248,6 +280,7 @@ def write_lms(out: Path, info: ClassInfo, records, roster_path: Path | None,
     if roster_path is None:
         return None
     records = list(records.values()) if isinstance(records, dict) else list(records)
+    title = title or title_of(info)
     roster = read_roster(Path(roster_path))
     graded = {folder_key(r.student): r for r in records}
     files = LmsFiles(Path(out) / LMS_DIR)
@@ -260,7 +293,7 @@ def write_lms(out: Path, info: ClassInfo, records, roster_path: Path | None,
     files.written = [name for name in FILES if name in texts] + ["summary.md"]
     maximum = sum(info.points.get(c, 0.0) for c in info.checks)
     texts["summary.md"] = summary_text(files, Path(roster_path).name, len(roster), len(records),
-                                       maximum)
+                                       maximum, title)
     for name, text in texts.items():
         atomic_write(files.folder / name, text)
     for name in set(FILES) - set(texts):

@@ -20,8 +20,8 @@ from course.grading.records import ClassInfo, StudentRecord
 LOCK_FILE = ".lock"
 PER_RUN = {"keep", "jobs", "shard", "students", "workdir", "roster", "per_lesson"}
 # what a refusal says to do about each difference (an option of make grade)
-OPTION = {"lessons": "LESSONS=", "checks": "LESSONS=", "points": "--points",
-          "sandbox": "UNSAFE=1", "seed_digest": "SEED_FILE="}
+OPTION = {"lessons": "LESSONS=", "checks": "LESSONS=", "points": "POINTS=",
+          "sandbox": "UNSAFE=1", "seed_digest": "SEED_FILE=", "assignment": "ASSIGNMENT="}
 
 
 class OutError(SystemExit):
@@ -99,7 +99,8 @@ def open_out(out: Path, seed: int | None = None, seed_file: Path | None = None) 
     if out.exists() and (out / "gradebook.csv").exists() and not (out / rec.CLASS_FILE).exists():
         raise OutError(f"{out} holds a gradebook from an earlier version of the grader; grade "
                        "into a fresh OUT")
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(mode=0o700, parents=True, exist_ok=True)
+    out.chmod(0o700)  # the class's grades are the instructor's alone (render.py closes the rest)
     lock = _lock(out)
     try:
         given = read_seed_file(seed_file) if seed_file is not None else seed
@@ -136,9 +137,12 @@ def check_plan(state: OutState, info: ClassInfo) -> None:
     differ += sorted(f"settings.{k}" for k in set(old["settings"]) | set(new["settings"])
                      if old["settings"].get(k) != new["settings"].get(k))
     if differ:
+        fix = ("; to change the points of the graded class, give them without SUBMISSIONS: "
+               "make grade OUT=... POINTS=... (from the records, no student code runs)"
+               if "points" in differ else "")
         raise OutError(f"{state.out} holds a class graded differently ({', '.join(differ)} "
                        f"differ{_what_differs(old, new, differ)}); leave the option out (a run "
-                       "into OUT grades as OUT was graded) or grade into a fresh OUT")
+                       f"into OUT grades as OUT was graded) or grade into a fresh OUT{fix}")
 
 
 def _what_differs(old: dict, new: dict, differ: list[str]) -> str:
@@ -148,6 +152,9 @@ def _what_differs(old: dict, new: dict, differ: list[str]) -> str:
         if key == "lessons":
             said.append(f"OUT has lessons {', '.join(old['lessons'])}, this run "
                         f"{', '.join(new['lessons'])}")
+        elif key == "assignment":
+            said.append(f"OUT is the assignment {old['assignment']!r}, this run "
+                        f"{new['assignment']!r}: each assignment has an OUT of its own")
         elif key == "sandbox":
             said.append(f"OUT was graded with sandbox {old['sandbox']!r}, this run "
                         f"{new['sandbox']!r} (UNSAFE=1 is never taken from OUT)")

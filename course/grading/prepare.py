@@ -121,8 +121,21 @@ def cell_items(plan: list[Lesson], modules: list[str]) -> list[dict]:
     return items
 
 
+def only_plan(plan: list[Lesson], check_id: str) -> list[Lesson]:
+    """The plan cut to the one check cell that runs `check_id` (ONLY=): its lesson, that cell,
+    that check."""
+    from dataclasses import replace
+
+    for lesson in plan:
+        for cell in lesson.cells:
+            if check_id in cell.checks:
+                return [Lesson(lesson.number, lesson.notebook, [replace(cell, checks=[check_id])])]
+    raise PlanError(f"make grade: ONLY={check_id}: no check cell of the graded lessons "
+                    f"({', '.join(lesson.number for lesson in plan)}) runs it")
+
+
 def prepare(root: Path, lessons: list[str] | None, points_file: Path | None, seed: int,
-            settings: Settings, fork: bool = True) -> ClassContext:
+            settings: Settings, fork: bool = True, only: str | None = None) -> ClassContext:
     """Build the class context under `root` (the run's private working folder)."""
     ids.configure(None if settings.unsafe else job_slots(root))
     import torch
@@ -134,7 +147,7 @@ def prepare(root: Path, lessons: list[str] | None, points_file: Path | None, see
     server = fork_server(root / "forkserver.log") if fork and not settings.unsafe else None
     compiling = bytecode.in_background()  # no sandbox may compile the environment's modules
     try:  # the server imports torch meanwhile
-        ctx = _context(root, lessons, points_file, seed, server)
+        ctx = _context(root, lessons, points_file, seed, server, only)
     except BaseException:
         if server is not None:
             server.close()
@@ -178,13 +191,17 @@ def _share(root: Path) -> None:
             os.chmod(path, path.stat().st_mode | (0o050 if path.is_dir() else 0o040))
 
 
-def _context(root: Path, lessons, points_file, seed: int, server) -> ClassContext:
+def _context(root: Path, lessons, points_file, seed: int, server, only=None) -> ClassContext:
     from course.handout import build
 
     pristine = build(root / "pristine")  # the student release: no solutions/, no grader
     compileall.compile_dir(pristine, quiet=1, workers=1)  # read-only in the sandbox: compile once
     plan = lesson_plan(pristine, lessons)
     warn_unrun(plan)
+    if only is not None:
+        from course.checks.registry import canonical
+
+        plan = only_plan(plan, canonical(only))
     checks, entries = _graded(plan, points_file, seed)
     grader, cases = root / "grader", root / "hidden"
     grader.mkdir()

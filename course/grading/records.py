@@ -44,6 +44,12 @@ class CheckRecord:
     confirmed: bool | None = None  # on hidden inputs: True, False, or None when not tried
     hidden_failure: str | None = None  # the name (kind) of the hidden case that failed; never values
     blocked_by: list[str] = field(default_factory=list)  # failing checks whose exercises this one calls
+    # why it failed, for the class report: kind, the hint's catalog id, the case, the root checks
+    # (course/grading/causes.py); None when it passed, and in records written before it was kept
+    cause: dict | None = None
+    # checks of lessons this run does not grade whose exercises this one calls: confirmed with
+    # the reference's code in their place (a lesson left out is no suspicion)
+    stand_ins: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -63,6 +69,13 @@ class StudentRecord:
     seconds: float = 0.0
     unsafe: bool = False
     submission_digest: str = ""  # a hash of the files graded: tells a changed submission
+    lms: str = ""                # "canvas", "moodle" (the download make collect read), or ""
+    late: bool | None = None     # late by the LMS's flag and the roster's extension; None: unknown
+    lms_late: bool | None = None  # the LMS's own late flag (Canvas's download), as delivered
+    downloaded: str = ""         # when the download that holds these files was made (ISO time)
+    extension: str = ""          # the student's own deadline, from the roster
+    # files the LMS renamed, [as delivered, as graded] (Canvas's `softmax-1.py` for `softmax.py`)
+    delivered: list[list[str]] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -86,6 +99,7 @@ class ClassInfo:
     settings: dict
     sandbox: str                 # "bubblewrap" or "none (UNSAFE)"
     seed_digest: str = ""        # a hash of the secret seed: shards and regrades must share it
+    assignment: str = ""         # the LMS column's title ("" in classes graded before it was kept)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -162,6 +176,18 @@ def atomic_write(path: Path, text: str) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def private_tree(path: Path) -> None:
+    """Every folder and file under `path` (and `path`) readable and writable by its owner only:
+    what a class holds (grades, LMS ids, emails, submissions) is nobody else's. Links are left."""
+    path = Path(path)
+    for item in [path, *path.rglob("*")]:
+        try:
+            if not item.is_symlink():
+                item.chmod(0o700 if item.is_dir() else 0o600)
+        except OSError:  # gone meanwhile, or not ours: the owner-only parent still closes it
+            continue
 
 
 def save_student(out: Path, record: StudentRecord) -> Path:

@@ -2,9 +2,10 @@
 soon as the student is graded; for the class, the gradebook after every student, and at the end
 results.json, the feedback to hand back and the LMS files.
 
-`render_class` is the one place where the LMS and feedback writers (course/grading/lms.py,
-course/grading/feedback.py) are called; every kind of run (a class, a regrade, a resumed or
-stopped run, a merge of shards) renders through it, so OUT's files always agree with its records.
+`render_class` is the one place where the LMS, feedback and class-page writers
+(course/grading/lms.py, course/grading/feedback.py, course/grading/classpage.py) are called;
+every kind of run (a class, a regrade, a resumed or stopped run, a merge of shards) renders
+through it, so OUT's files always agree with its records.
 The LMS files come from the roster given to this run, else from the one OUT keeps (roster.py),
 and per lesson when this run or the class's record (class.json) asks for it.
 """
@@ -14,6 +15,7 @@ import json
 from pathlib import Path
 
 from course.grading import records as rec
+from course.grading.classpage import write_safely as write_class_safely
 from course.grading.feedback import write_feedback
 from course.grading.lms import write_lms
 from course.grading.records import ClassInfo, StudentRecord, atomic_write
@@ -53,4 +55,11 @@ def render_class(out: Path, info: ClassInfo, records: list[StudentRecord], run: 
     if roster is not None:
         write_lms(out, info, records, roster, per_lesson)
         written.append("lms/")
+    if write_class_safely(out, info, records, roster):
+        written.append("class/")
+    from course.grading.handback import rebuild
+
+    if rebuild(out) is not None:
+        written.append("handback/")
+    rec.private_tree(out)
     return written

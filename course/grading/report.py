@@ -61,6 +61,9 @@ def _check_lines(c) -> list[str]:
     if c.passed:
         alone = (f", with the reference's {', '.join(c.blocked_by)} in place of the student's, "
                  "which fails" if c.blocked_by else "")
+        if getattr(c, "stand_ins", None):
+            alone += (f", with the reference's {', '.join(c.stand_ins)} in place of the "
+                      "student's (a lesson this assignment does not grade)")
         return [f"- {shown(c.message)} (confirmed on hidden inputs{alone}): "
                 f"{fmt(c.earned)} / {fmt(c.points)}"]
     return [f"- FAIL {c.id}: 0 / {fmt(c.points)}", "", "  ```",
@@ -76,6 +79,13 @@ def report_text(r: StudentRecord, limits_line: str) -> str:
               f"Graded in {r.seconds:g} s ({limits_line}). A check earns its points when it "
               "prints its PASS line in the notebook and the same code agrees with the reference "
               "on hidden inputs.", "Files graded: " + (", ".join(r.taken) or "none")]
+    if r.delivered:
+        lines.append("Renamed by the LMS, graded under the exercise's name: " + shown("; ".join(
+            f"{a} as {b}" for a, b in r.delivered)))
+    if r.late is not None or r.extension:
+        late = {True: "late", False: "on time", None: "not known"}[r.late]
+        lines.append(f"Late ({r.lms or 'LMS'}): {late}" +
+                     (f"; extension to {shown(r.extension)} (roster)" if r.extension else ""))
     if r.ignored:
         lines.append("Ignored or worth a look: " + shown(", ".join(r.ignored)))
     if r.flags:

@@ -54,6 +54,8 @@ def settle(out: Path, given: dict, options) -> Settings:
         options.reused.insert(1, "points")
     if options.per_lesson is None:
         options.per_lesson = bool((info.settings or {}).get("per_lesson"))
+    if getattr(options, "assignment", None) is None:
+        options.assignment = info.assignment  # "" for a class recorded before titles were kept
     return settings
 
 
@@ -71,4 +73,5 @@ def reused_line(out: Path, options) -> str | None:
     parts = [f"lessons {lessons}" if k == "lessons" else "its points" if k == "points" else k
              for k in options.reused]
     return (f"grading as {out} was graded: {'; '.join(parts)} (recorded in its class.json; "
-            "give an option to change it, or grade into a fresh OUT)")
+            "other lessons or limits need a fresh OUT; new points, roster or title: make grade "
+            "OUT=... POINTS=... without SUBMISSIONS, from the records)")

@@ -6,8 +6,13 @@ and kept in OUT so that every later run (regrade, resume, merge) writes the LMS 
 
 `folder` is the name of the student's folder in SUBMISSIONS; `lms_id` the student's id in the LMS
 (Canvas: the `ID` column of a Canvas gradebook export; Moodle: the profile's "ID number");
-`email`, `name` and `section` as the LMS knows them. Headers are matched loosely (`LMS id`,
-`Email address`, any case); a semicolon-separated file with a byte-order mark (Excel) works too.
+`email`, `name` and `section` as the LMS knows them. Two optional columns: `participant`, a
+Moodle assignment's participant id (the "Identifier" column of Moodle's grading worksheet,
+`Participant 2000001`, taken as its digits: the id Moodle's download names each student by,
+which tells two students of the same name apart), and `extension`, a student's own deadline
+(`2026-12-10` or `2026-12-10 18:00`, the end of that day when no time is given). Headers are
+matched loosely (`LMS id`, `Email address`, `Identifier`, any case); a semicolon-separated file
+with a byte-order mark (Excel) works too.
 The same folder, id or email twice (ids and emails compared without case or accents, as Moodle's
 database usually compares them) is an error: one of the two rows would take the other's grade.
 """
@@ -16,7 +21,9 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 import unicodedata
+from datetime import datetime, time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,11 +31,15 @@ from course.grading.names import shown
 from course.grading.records import atomic_write
 
 ROSTER_FIELDS = ("folder", "lms_id", "email", "name", "section")
+OPTIONAL_FIELDS = ("participant", "extension")
 STORED = "roster.csv"          # OUT's copy of the last roster given (owner-only)
 _HEADER_ALIASES = {"folder": "folder", "submissionfolder": "folder", "lmsid": "lms_id",
                    "id": "lms_id", "idnumber": "lms_id", "email": "email",
                    "emailaddress": "email", "name": "name", "fullname": "name",
-                   "student": "name", "section": "section"}
+                   "student": "name", "section": "section", "participant": "participant",
+                   "participantid": "participant", "identifier": "participant",
+                   "extension": "extension", "due": "extension", "duedate": "extension",
+                   "extendeduntil": "extension"}
 
 
 class RosterError(ValueError):
@@ -42,6 +53,24 @@ class RosterEntry:
     email: str = ""
     name: str = ""
     section: str = ""
+    participant: str = ""          # Moodle: the assignment's participant id, digits only
+    extension: str = ""            # the student's own deadline, as written
+
+    def deadline(self) -> datetime | None:
+        """The extension as a time (a date alone: the end of that day), or None."""
+        return parse_deadline(self.extension) if self.extension else None
+
+
+def parse_deadline(text: str) -> datetime | None:
+    """`2026-12-10`, `2026-12-10 18:00` or ISO 8601; None when it is none of them."""
+    text = text.strip()
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+        when = datetime.combine(when.date(), time(23, 59, 59))
+    return when
 
 
 def folder_key(name: str) -> str:
@@ -100,10 +129,19 @@ def _entries(path: Path, rows: list[list[str]], columns: dict[str, int]) -> list
         if not any(cell.strip() for cell in row):
             continue
         values = {name: (row[i].strip() if i < len(row) else "") for name, i in columns.items()}
+        if values.get("participant"):  # "Participant 2000001", as Moodle's worksheet writes it
+            digits = re.sub(r"\D", "", values["participant"])
+            if not digits:
+                raise RosterError(f"{path.name}, line {number}: participant "
+                                  f"{shown(values['participant'])!r} holds no id")
+            values["participant"] = digits
         entry = RosterEntry(**values)
+        if entry.extension and entry.deadline() is None:
+            raise RosterError(f"{path.name}, line {number}: extension {shown(entry.extension)!r}"
+                              " is no date (write 2026-12-10 or 2026-12-10 18:00)")
         if not entry.folder:
             raise RosterError(f"{path.name}, line {number}: no folder")
-        for field in ("folder", "lms_id", "email"):
+        for field in ("folder", "lms_id", "email", "participant"):
             value = _key(field, getattr(entry, field))
             if value and (field, value) in seen:
                 raise RosterError(f"{path.name}, lines {seen[field, value]} and {number}: the "

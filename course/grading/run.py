@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from course import ROOT
+from course.grading import delivery
 from course.grading.classdir import check_class_paths
 from course.grading.folders import ClassFolders, UsageError, check_folders, class_folders
 from course.grading.folders import students_in
@@ -39,7 +40,7 @@ from course.grading.records import CheckRecord, ClassInfo, StudentRecord, load_s
 from course.grading.render import render_class, write_student
 from course.grading.report import fmt, write_gradebook
 from course.grading.reuse import points_toml, reused_line
-from course.grading.roster import RosterError, read_roster, store_roster
+from course.grading.roster import RosterError, folder_key, read_roster, store_roster, stored_roster
 from course.grading.sandbox import bwrap_problem
 from course.grading.settings import Settings
 from course.grading.wanted import wanted_students
@@ -65,6 +66,8 @@ class Options:
     fork: bool = True      # start sandboxed processes from the fork server (fast)
     students_file: Path | None = None
     points: dict[str, float] | None = None  # OUT's recorded points, when no points file is given
+    assignment: str | None = None     # the LMS column's title (None: OUT's, else from LESSONS)
+    only: str | None = None           # one check for the STUDENTS named, printed, OUT unchanged
     reused: list[str] = field(default_factory=list)  # what reuse.settle took from OUT
 
 
@@ -107,11 +110,23 @@ def _per_run(options: Options) -> dict:
             "per_lesson": bool(options.per_lesson)}
 
 
+def _assignment(options: Options, lessons: list[str]) -> str:
+    from course.grading.lms import default_title
+    from course.grading.plan import lesson_plan
+
+    if options.assignment is not None:
+        return options.assignment
+    with contextlib.redirect_stderr(io.StringIO()):
+        every = [lesson.number for lesson in lesson_plan(ROOT, None)]
+    return default_title(lessons, every)
+
+
 def class_info(ctx: ClassContext, settings: Settings, state: OutState, options: Options) -> ClassInfo:
-    return ClassInfo([lesson.number for lesson in ctx.plan], ctx.columns,
-                     {c.id: c.points for c in ctx.checks.values()},
+    lessons = [lesson.number for lesson in ctx.plan]
+    return ClassInfo(lessons, ctx.columns, {c.id: c.points for c in ctx.checks.values()},
                      {**settings.to_json(), **_per_run(options)},
-                     "none (UNSAFE)" if settings.unsafe else "bubblewrap", seed_digest(state.seed))
+                     "none (UNSAFE)" if settings.unsafe else "bubblewrap", seed_digest(state.seed),
+                     _assignment(options, lessons))
 
 
 def planned_info(settings: Settings, state: OutState, options: Options) -> ClassInfo:
@@ -124,26 +139,27 @@ def planned_info(settings: Settings, state: OutState, options: Options) -> Class
         plan = lesson_plan(ROOT, options.lessons)
         columns = [c for lesson in plan for c in lesson.checks]
         points = load_points(columns, options.points_file)
-    return ClassInfo([lesson.number for lesson in plan], columns, points,
-                     {**settings.to_json(), **_per_run(options)},
-                     "none (UNSAFE)" if settings.unsafe else "bubblewrap", seed_digest(state.seed))
+    lessons = [lesson.number for lesson in plan]
+    return ClassInfo(lessons, columns, points, {**settings.to_json(), **_per_run(options)},
+                     "none (UNSAFE)" if settings.unsafe else "bubblewrap", seed_digest(state.seed),
+                     _assignment(options, lessons))
 
 
 def _todo(folders: ClassFolders, state: OutState, options: Options, ctx: ClassContext) -> list[Path]:
-    """Who this run grades; notes the ones OUT already has (and whose files changed since)."""
+    """Who this run grades: the students STUDENTS= names; else those OUT has no record of, and
+    those whose files changed since their record (a resubmission a second collect brought)."""
     if options.students:
         return folders.chosen
     done = [p for p in folders.chosen if folders.names[p.name] in state.records]
+    changed = [p for p in done if _digest(p, ctx) !=
+               state.records[folders.names[p.name]].submission_digest]
     if done:
-        changed = [p.name for p in done if _digest(p, ctx) !=
-                   state.records[folders.names[p.name]].submission_digest]
-        print(f"resuming: {len(done)} student(s) already graded in {state.out} are kept",
-              file=sys.stderr)
-        if changed:
-            print(f"note: {len(changed)} of them changed since they were graded: "
-                  f"{', '.join(shown(n) for n in changed)} (regrade with STUDENTS=...)",
-                  file=sys.stderr)
-    return [p for p in folders.chosen if p not in done]
+        print(f"resuming: {len(done) - len(changed)} student(s) already graded in {state.out} "
+              "are kept", file=sys.stderr)
+    if changed:
+        print(f"regrading {len(changed)} student(s) whose files changed since they were graded: "
+              f"{', '.join(shown(p.name) for p in changed)}", file=sys.stderr)
+    return [p for p in folders.chosen if p not in done or p in changed]
 
 
 def _digest(folder: Path, ctx: ClassContext) -> str | None:
@@ -171,9 +187,9 @@ def _grade_one(job: Job, ctx: ClassContext, settings: Settings) -> StudentRecord
     if job.raw.exists():
         shutil.rmtree(job.raw)
     try:
-        return grade_student(job, ctx, settings)
+        return delivery.apply(grade_student(job, ctx, settings), job.handle, job.entry)
     except Exception as err:  # noqa: BLE001 - one student never stops the class
-        return _grader_error(job, ctx, settings, err)
+        return delivery.apply(_grader_error(job, ctx, settings, err), job.handle, job.entry)
     finally:
         if not settings.keep:
             shutil.rmtree(job.scratch, ignore_errors=True)
@@ -252,7 +268,8 @@ def grade_class(submissions: Path, out: Path, jobs: int = 1, lessons: list[str] 
     state = open_out(out, options.seed, options.seed_file)
     try:
         check_names(state, folders.names)
-        check_plan(state, planned_info(settings, state, options))
+        if options.only is None:
+            check_plan(state, planned_info(settings, state, options))
         if options.roster is not None:
             store_roster(state.out, options.roster)
         line = reused_line(state.out, options)
@@ -262,6 +279,8 @@ def grade_class(submissions: Path, out: Path, jobs: int = 1, lessons: list[str] 
             if options.points is not None and options.points_file is None:
                 options.points_file = root / "points.toml"
                 options.points_file.write_text(points_toml(options.points))
+            if options.only is not None:
+                return _only(folders, state, root, settings, options)
             return _graded(folders, state, root, settings, options, begun)
     finally:
         state.close()
@@ -287,8 +306,11 @@ def _graded(folders: ClassFolders, state: OutState, root: Path, settings: Settin
         print(f"set-up {setup:.1f} s; grading {len(todo)} submission(s): lessons "
               f"{', '.join(lesson.number for lesson in ctx.plan)}, {len(ctx.columns)} checks, "
               f"{options.jobs} at a time" + ("" if ctx.server else " (no fork server)"), flush=True)
+        delivered = delivery.handles(folders.students[0].parent)
+        entries = _roster_entries(options.roster or stored_roster(state.out))
         jobs = [Job(p.name, folders.names[p.name], p, root / f"s{i:04d}",
-                    state.out / "raw" / folders.names[p.name]) for i, p in enumerate(todo)]
+                    state.out / "raw" / folders.names[p.name], delivered.get(p.name),
+                    entries.get(folder_key(p.name))) for i, p in enumerate(todo)]
         started = time.monotonic()
         try:
             records = grade_all(jobs, ctx, settings, state, info, options.jobs)   # 3. grade
@@ -303,6 +325,39 @@ def _graded(folders: ClassFolders, state: OutState, root: Path, settings: Settin
     finally:
         if ctx.server is not None:
             ctx.server.close()
+
+
+def _only(folders: ClassFolders, state: OutState, root: Path, settings: Settings,
+          options: Options) -> list[StudentRecord]:
+    """ONLY=<check> STUDENTS=...: that check alone for those students, in the sandbox as a run
+    grades it (its check cell, then its hidden inputs), printed whole; OUT is not written."""
+    from course.grading.prepare import prepare
+    from course.grading.report import report_text
+    from course.grading.student import Job
+
+    if not options.students:
+        raise UsageError("ONLY= runs one check for the students STUDENTS= names; name them")
+    ctx = prepare(root, options.lessons, options.points_file, state.seed, settings, options.fork,
+                  options.only)
+    try:
+        results = []
+        for i, path in enumerate(folders.chosen):
+            job = Job(path.name, folders.names[path.name], path, root / f"s{i:04d}",
+                      root / "raw" / folders.names[path.name])
+            record = _grade_one(job, ctx, settings)
+            print(report_text(record, settings.line()), flush=True)
+            results.append(record)
+        print(f"ONLY={options.only}: {len(results)} student(s) run; {state.out} is unchanged",
+              file=sys.stderr)
+        return results
+    finally:
+        if ctx.server is not None:
+            ctx.server.close()
+
+
+def _roster_entries(path: Path | None) -> dict:
+    """The roster's entries by folder (checked before the set-up), {} without a roster."""
+    return {} if path is None else {folder_key(e.folder): e for e in read_roster(path)}
 
 
 def _render(state: OutState, info: ClassInfo, records: dict[str, StudentRecord], started: float,

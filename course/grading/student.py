@@ -24,6 +24,7 @@ from pathlib import Path
 
 from course.checks import lines as check_lines
 from course.grading import submission
+from course.grading.causes import annotate
 from course.grading.classify import Classified, classify
 from course.grading.identity import slot
 from course.grading.hidden_run import Confirmation, HiddenRun, isolated_entry, run_hidden
@@ -42,6 +43,8 @@ class Job:
     folder: Path
     scratch: Path       # private working folder (removed afterwards)
     raw: Path           # OUT/raw/<report name>/
+    handle: dict | None = None   # what make collect kept of the LMS's delivery (.lms.json)
+    entry: object = None         # the student's roster entry (roster.RosterEntry), if any
 
 
 @dataclass
@@ -61,6 +64,8 @@ def collect(folder: Path, ctx: ClassContext) -> Submission:
             if exercises else ({}, [])
         extras = submission.shipped_extras(folder, exercises)
         loose = submission.loose_files(folder, exercises, ctx.modules)
+        if exercises is None:  # nothing to grade: say what was handed in instead
+            loose += submission.not_exercises(folder, ctx.modules)
     except submission.TooLarge as too_large:  # not read further: nothing of it is graded
         return Submission({}, ignored=[f"{too_large} (not read: nothing of it is graded)"])
     ships = any(e.rstrip("/").split("/")[-1] == "solutions" for e in extras)
@@ -112,6 +117,20 @@ def _apply_hidden(checks: dict[str, CheckRecord], passed: list[str],
             found.problems.append(f"{check_id}: {why}")
 
 
+def _ungraded(ctx: ClassContext) -> set[str]:
+    """The checks of lessons this run does not grade whose exercises graded ones call: no part of
+    the assignment, so whatever the student left there (a stub), the reference's code stands in
+    for them on hidden inputs (a lesson left out is no suspicion)."""
+    return {u for c in ctx.checks.values() for u in c.uses} - set(ctx.checks)
+
+
+def _standing_in(ctx: ClassContext, passed: list[str]) -> dict[str, tuple[dict, list[str]]]:
+    """The checks among `passed` that call exercises of ungraded lessons, with their entries."""
+    ungraded = _ungraded(ctx)
+    found = {c: isolated_entry(ctx.checks[c], ungraded) for c in passed} if ungraded else {}
+    return {c: entry for c, entry in found.items() if entry is not None}
+
+
 def _a_bug(record: CheckRecord) -> bool:
     """Failed visibly, or on a named hidden case (not refused, timed out or killed there)."""
     return record.confirmed is None or record.hidden_failure is not None
@@ -127,11 +146,12 @@ def _isolate(ctx: ClassContext, settings: Settings, files: dict[str, bytes],
     # a bug fails its exercise's check, or a hidden case by name; a refused result, a timeout or
     # a dead process is no bug to spare the exercises that call it (nor a reason to run again)
     failing = {c for c, r in checks.items() if not r.passed and _a_bug(r)}
+    ungraded = _ungraded(ctx)
     todo = {}
     for check_id in passed:
         record = checks[check_id]
         found = None if record.passed or record.hidden_failure is None else isolated_entry(
-            ctx.checks[check_id], failing)
+            ctx.checks[check_id], failing | ungraded)
         if found is not None:
             todo[check_id] = found
     if not todo:
@@ -142,7 +162,8 @@ def _isolate(ctx: ClassContext, settings: Settings, files: dict[str, bytes],
         record = checks[check_id]
         if confirmation.confirmed:
             record.passed, record.confirmed, record.earned = True, True, record.points
-            record.blocked_by = todo[check_id][1]
+            record.blocked_by = [c for c in todo[check_id][1] if c not in ungraded]
+            record.stand_ins = [c for c in todo[check_id][1] if c in ungraded]
             record.message = check_lines.pass_line(check_id, ctx.checks[check_id].n_cases)
     return run
 
@@ -151,6 +172,8 @@ def _record(job: Job, sub: Submission, checks: dict[str, CheckRecord], found: Cl
             settings: Settings, seconds: float, status: str | None = None) -> StudentRecord:
     """Stage 5."""
     rows = list(checks.values())
+    for row in rows:
+        annotate(row)
     flags = list(sub.flags) + (["unconfirmed"] if any(r.confirmed is False for r in rows) else [])
     order = [s for s in STATUSES if s in found.statuses]
     return StudentRecord(
@@ -189,9 +212,13 @@ def _grade(job: Job, ctx: ClassContext, settings: Settings) -> StudentRecord:
     visible = stage("visible", _visible, job, ctx, settings, sub.files, deadline)
     found = stage("classify", classify, ctx, visible, settings)
     passed = _apply_visible(checks, found)
+    standing = _standing_in(ctx, passed)
     hidden = stage("confirm", run_hidden, ctx, settings, sub.files, passed, deadline,
-                   job.scratch, job.raw, job.scratch / "root-hidden")
+                   job.scratch, job.raw, job.scratch / "root-hidden",
+                   {c: entry for c, (entry, _) in standing.items()} or None)
     _apply_hidden(checks, passed, hidden.confirmations, found)
+    for check_id, (_, used) in standing.items():
+        checks[check_id].stand_ins = used
     alone = stage("isolate", _isolate, ctx, settings, sub.files, checks, passed, deadline, job)
     record = _record(job, sub, checks, found, settings, time.monotonic() - start)
     timings.update({"visible cpu": visible.cpu, "confirm cpu": hidden.cpu,

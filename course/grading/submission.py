@@ -146,6 +146,23 @@ def loose_files(student: Path, exercises: Path | None, modules: list[str]) -> li
             for p in entries(student) if p.suffix == ".py"]
 
 
+def not_exercises(student: Path, modules: list[str], limit: int = 20) -> list[str]:
+    """What a submission with no exercise file holds (a notebook, a PDF, another folder), two
+    levels deep: named in the report and the feedback, so that a student who handed in their
+    notebooks learns that the exercises/*.py files are what is graded."""
+    found = []
+    for path in entries(student):
+        inner = entries(path)[:limit] if _is_dir(path) and not path.is_symlink() else [path]
+        for item in inner:
+            name = item.relative_to(student).as_posix() + ("/" if _is_dir(item) else "")
+            why = ("a notebook: the graded code is in exercises/*.py" if item.suffix == ".ipynb"
+                   else "not an exercise file")
+            found.append(f"{shown(name)} ({why}{suggestion(item.name, modules)})")
+            if len(found) >= limit:
+                return found + ["..."]
+    return found
+
+
 def code_flags(files: dict[str, bytes]) -> list[str]:
     """Names in the student's code an instructor may want to look at (no effect on points)."""
     flags = set()

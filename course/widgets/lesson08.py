@@ -158,10 +158,11 @@ def attention_maps(weights_by_variant: dict, title: str):
 
 
 ARM_COLOURS = {**COLOURS, "wider": "tab:brown"}
-ARM_LABELS = {**LABELS, "wider": N_("baseline, wider FFN")}
+ARM_LABELS = {**LABELS, "wider": N_("wider baseline")}
 # what the training curves draw: (title, the value of one logged point)
 CURVES = {
     "share": (N_("share on BOS"), lambda point: point["first_token_share"]),
+    "loss_bos_blocked": (N_("loss with BOS blocked (nats)"), lambda point: point["loss_bos_blocked"]),
     "bos_cost": (N_("cost of blocking BOS (nats)"),
                  lambda point: point["loss_bos_blocked"] - point["val_loss"]),
     "val_loss": (N_("validation loss"), lambda point: point["val_loss"]),
@@ -169,6 +170,8 @@ CURVES = {
 # the experiment's run-key prefixes (course.lesson08_experiment.run_key)
 CURVE_SETUPS = {"experiment/paper": N_("the course's set-up"),
                 "experiment/sink/paper": N_("the strong-sink set-up")}
+# the first stage of the experiment: the paper's claim, G1 elementwise against the baseline
+STAGE_1 = ("none", "elementwise")
 
 
 def curves_of(runs: dict, prefix: str, arm: str, curve: str) -> tuple[list[int], list[list[float]]]:
@@ -180,24 +183,37 @@ def curves_of(runs: dict, prefix: str, arm: str, curve: str) -> tuple[list[int],
     return steps, [[value(point) for point in c] for c in found]
 
 
-def training_curves(runs: dict, prefixes=tuple(CURVE_SETUPS), curves=tuple(CURVES),
-                    arms=tuple(ARM_LABELS)):
+def training_curves(runs: dict, prefixes=tuple(CURVE_SETUPS), curves=("share", "loss_bos_blocked", "bos_cost"),
+                    arms=STAGE_1):
     """One panel per set-up and measurement: every seed's curve (thin) and their mean (thick),
-    one colour per arm, drawn from the shipped metrics. Set-ups without a logged run are left
+    one colour per arm, drawn from the shipped metrics; in the panel of the loss with BOS blocked
+    a dashed line is each arm's mean validation loss with every key, and the axis leaves out the
+    first logged point (the untrained loss). Set-ups without a logged run of these arms are left
     out (the experiment ships the runs trained so far)."""
     prefixes = [p for p in prefixes if any(curves_of(runs, p, arm, "share")[1] for arm in arms)] or list(prefixes)[:1]
     fig, axes = plt.subplots(len(prefixes), len(curves), figsize=(4.0 * len(curves), 2.9 * len(prefixes)),
                              layout="constrained", squeeze=False)
     for row, prefix in zip(axes, prefixes):
         for ax, curve in zip(row, curves):
+            later = []  # the values after the first logged point (the losses start far above)
             for arm in arms:
                 steps, seeds = curves_of(runs, prefix, arm, curve)
                 if not seeds:
                     continue
                 for values in seeds:
                     ax.plot(steps, values, color=ARM_COLOURS[arm], linewidth=0.6, alpha=0.35)
-                ax.plot(steps, np.mean(seeds, axis=0), color=ARM_COLOURS[arm], linewidth=2,
+                    later += values[1:]
+                ax.plot(steps, np.mean(seeds, axis=0), color=ARM_COLOURS[arm], linewidth=2.2,
                         label=f"{_(ARM_LABELS[arm])} (n = {len(seeds)})")
+                if curve == "loss_bos_blocked":
+                    steps, full = curves_of(runs, prefix, arm, "val_loss")
+                    later += [v for values in full for v in values[1:]]
+                    ax.plot(steps, np.mean(full, axis=0), color=ARM_COLOURS[arm], linewidth=1.2,
+                            linestyle="--", label=_("{arm}: loss with every key").format(arm=_(ARM_LABELS[arm])))
+            if curve == "loss_bos_blocked" and later:
+                margin = 0.05 * (max(later) - min(later))
+                ax.set_ylim(min(later) - margin, max(later) + margin)
+                ax.legend(fontsize=7)
             ax.set_title(f"{_(CURVE_SETUPS[prefix])}: {_(CURVES[curve][0])}", fontsize=9)
             ax.set_xlabel(_("training step"))
         if row[0].get_legend_handles_labels()[0]:  # a set-up with no run yet has no legend

@@ -32,14 +32,14 @@ import course_setup  # noqa: F401  (puts the course on the path, turns on autore
 # notebook imports your file with *autoreload*, so you never need to restart the kernel after an
 # edit.
 #
-# A check runs your code on fixed inputs (float64, several shapes, extra batch axes) and compares
-# it with the reference. When everything agrees it prints one line starting with `PASS`; that
-# covers these visible cases only: the instructor's grader also tries hidden inputs of the same
-# kinds, and `make check HIDDEN=1` lets you do the same before you hand in. When your code does
-# not agree, the check tries every case anyway, then tells you the first case that differs, what
-# shape it expected and got, how large the difference is, and the hint that the differences of
-# all the cases point to (a wrong scale, float32 rounding, a swapped axis...). If your code
-# raised an error, it shows the file and line of *your* code where it happened.
+# A check runs your code on fixed inputs (float64 and float32, several shapes, extra batch axes) and
+# compares it with the reference. When everything agrees it prints one line starting with `PASS`;
+# that covers these visible cases only: the instructor's grader also tries hidden inputs of the same
+# kinds, and `make check HIDDEN=1` lets you do the same before you hand in. When your code does not
+# agree, the check tries every case anyway, then tells you the first case that differs, what shape
+# it expected and got, how large the difference is, and the hint that the differences of all the
+# cases point to (a wrong scale, float32 rounding, a swapped axis...). If your code raised an error,
+# it shows the file and line of *your* code where it happened.
 #
 # Later exercises call earlier ones: lesson 02's `attention_weights` calls your `scaled_scores`
 # from lesson 01. When an exercise fails only because one it calls is wrong, its check says so
@@ -65,8 +65,8 @@ import course_setup  # noqa: F401  (puts the course on the path, turns on autore
 # ## Your environment
 #
 # Nothing in the course needs a GPU. Cells that can use one detect it and fall back to the CPU.
-# Graphviz's `dot` draws the model graphs of lessons 03 and 06; without it you see the graph's
-# text source instead.
+# Graphviz's `dot` draws the model graphs of lessons 03, 06 and 07; without it you see the
+# graph's text source instead.
 
 # %% tags=["nbval-ignore-output"]
 from course.env_report import environment_report

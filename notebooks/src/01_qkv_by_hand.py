@@ -62,7 +62,7 @@ print("output  ", output)
 # %% [markdown]
 # The output leans towards value 1 (its key matches) but keeps a third of value 2: with weights
 # rounded to [0.67, 0.33], it is 0.67·[2, 0] + 0.33·[0, 2] = [1.34, 0.66]. Nothing is retrieved
-# exactly; everything is retrieved a little, in proportion to relevance.
+# exactly; everything is retrieved a little, and more of what matches better.
 
 # %% [markdown]
 # ## Softmax, step by step
@@ -280,7 +280,8 @@ softmax_explorer()
 # - Attention scores every key against a query (q·k/√c), turns the scores into weights with a
 #   softmax, and returns the weighted mix of the values.
 # - A safe softmax subtracts each slice's maximum first; the result is mathematically the same.
-# - Unscaled scores have variance c: the softmax saturates and its gradient vanishes as c grows.
+# - Unscaled scores of unit-variance entries have variance c: the softmax saturates and its
+#   gradient vanishes as c grows.
 #   Dividing by √c keeps the variance at 1.
 # - Next: [lesson 02, single-head attention](02_single_head.ipynb): batches, masks, bias, and a
 #   module with learned projections.

@@ -99,7 +99,7 @@ print("fill -inf:\n", torch.softmax(scores.masked_fill(~mask, float("-inf")), di
 # good:
 #
 # - with −1e8 every score of the row is the same (−1e8), so the softmax is **uniform over the
-#   masked keys**: the padding position quietly averages padding;
+#   masked keys**: the blind position quietly averages the values of keys it may not see;
 # - with −∞ the row is (−∞) − (−∞) = NaN, and a single NaN spreads through every later layer.
 #
 # And the finite fill is less safe than it looks in half precision: float16 cannot store −1e8.
@@ -274,6 +274,6 @@ print("total:", sum(p.numel() for p in layer.parameters()))
 #   over any leading batch axes.
 # - Masks are boolean, True = may attend. Masked scores become −∞; a query with no visible key
 #   gets zero weights (our choice, shared by PyTorch's SDPA here), not NaN and not a silent
-#   average of padding (what −1e8 gives).
-# - Your function equals PyTorch's fused `scaled_dot_product_attention` to float64 precision.
+#   average of the keys it may not see (what −1e8 gives).
+# - Your function equals PyTorch's fused `scaled_dot_product_attention` to within 1e-12 (float64).
 # - Next: [lesson 03, multi-head attention](03_multi_head.ipynb).

@@ -68,7 +68,7 @@ torch.set_printoptions(precision=4, sci_mode=False)
 # are adjacent, and then swaps the head axis in front of L with `transpose`.
 #
 # A tensor that counts its own entries makes this visible: L = 4 positions, 2 heads of width 3.
-# Entry 10 is position 1, channel 4, so it belongs to head 1.
+# The entry with value 10 is position 1, channel 4, so it belongs to head 1.
 
 # %%
 L, N_head, c = 4, 2, 3
@@ -186,7 +186,7 @@ print(_("same as mha(x):"), torch.allclose(out, mha(x), rtol=0, atol=1e-12))
 # On paper each head has its own W_q^h, W_k^h, W_v^h (c_in → c). In code there is one
 # `linear_q` with N_head·c outputs. They are the same thing: row block h of the joint weight
 # **is** W_q^h, and `split_heads` hands exactly that block's outputs to head h. One big matrix
-# product is just much faster than N small ones.
+# product does the work of N small ones in a single call.
 #
 # To check, build N_head separate single-head projections, copy the row blocks of the joint
 # weights into them, run the heads one by one in a Python loop, concatenate, and compare:
@@ -471,7 +471,7 @@ for attn_dim in (-2, -3):
 # %% [markdown]
 # How much faster is it on this machine? The cell times both paths (float32, one CPU thread,
 # best of 5 runs) at three sizes and prints only the ratio: absolute times depend on your CPU,
-# and on a GPU the gap at long sequences is much larger. The teaching path materialises the whole
+# and a GPU gives other ratios again. The teaching path materialises the whole
 # (B, N_head, L, L) score tensor and makes several passes over it (scale, mask, max, exp, sum,
 # divide); the fused kernel does not. On a CPU, at these small sizes, the ratio depends on the
 # shapes, the threads and what else the machine runs, and need not grow steadily with L: the
@@ -540,6 +540,7 @@ print("c =", 128 // 4, " parameters:", n_parameters(MultiHeadAttention(128, 128 
 #   bias settings, `key_padding_mask = ~attention_mask`).
 # - Biases on Q/K/V barely matter: b_k and b_v cancel or fold away; b_q survives only as a
 #   per-key prior, which AlphaFold2 provides through the explicit attention bias instead.
-# - `F.scaled_dot_product_attention` computes the same module faster; next lesson puts priors
-#   into the scores with the bias, and turns the module by 90° with `attn_dim`.
+# - `F.scaled_dot_product_attention` computes the same module in one fused call (the timing cell
+#   shows what that is worth on your machine); next lesson puts priors into the scores with the
+#   bias, and turns the module by 90° with `attn_dim`.
 # - Next: [lesson 04, bias and broadcasting](04_bias_broadcasting.ipynb).

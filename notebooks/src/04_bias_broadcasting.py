@@ -322,8 +322,8 @@ print(_("pair bias broadcast over S == sequence by sequence:"),
 
 # %% [markdown]
 # Why not fold S into the batch axis B and be done? Because batch elements never exchange
-# information: that is what makes them a batch. The sequences of an MSA must exchange
-# information, and column attention is where they do. Changing B never changes a protein's
+# information: that is what makes them a batch. The sequences of an MSA must exchange information,
+# and column attention is where they do so directly. Changing B never changes a protein's
 # prediction; changing S (how many related sequences we feed) does.
 #
 # ## A toy MSA: a coupling that only the rows together reveal

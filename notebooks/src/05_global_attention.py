@@ -23,7 +23,8 @@
 # - write `masked_mean` and the `is_global` option of your `MultiHeadAttention`: one averaged
 #   query per column, one key/value head shared by all query heads, the 1/√c scale;
 # - count parameters from real modules: 20,608 (plain, gated) vs. 13,440 (global, gated);
-# - measure time and peak memory against S (slopes ≈ 2 and ≈ 1 on log-log axes);
+# - measure time and peak memory against S (log-log slopes of 2 and 1 for memory; time's come out
+#   near them, depending on the machine);
 # - predict the memory of column attention from shapes alone, check the prediction against the
 #   profiler, find where 24/40/80 GB cards run out (and move the sizes in a widget), compare
 #   with a run on a real card (an H200), and see why chunking the columns helps at inference but
@@ -118,7 +119,8 @@ with torch.no_grad():
 # Row attention never mixes sequences: whatever the other 47 sequences say, the output for
 # sequence 1 is the same. A stack of row attention alone would predict from each sequence on its
 # own, and the MSA would be wasted. Column attention is the only place where sequences exchange
-# information (with the outer product mean, which turns column statistics into pair features).
+# information directly (the outer product mean also reads down the columns, but it writes pair
+# features, not an output per sequence).
 # So it cannot be dropped; the question is only what it costs.
 #
 # ## 2. The cost table
@@ -385,7 +387,7 @@ print(_("memory slopes, rounded:"),
 # The memory slopes come out at 2 and 1 (the allocations are the same on every machine). The time
 # slopes are rougher. On a quiet machine they land near 2 and 1; they come out higher when the
 # S × S tensors outgrow the CPU's caches and other programs compete for memory bandwidth (the
-# busy machine that built this notebook measured a plain slope between 2 and 3), and fixed
+# cell above prints the slopes this machine measured), and fixed
 # overheads pull the smallest sizes the other way. Memory is the cleaner witness of the S² vs. S
 # law; time follows the same law, less tidily.
 #
@@ -475,8 +477,9 @@ plt.show()
 # With everything at once, even S = 1024, AlphaFold2's default extra-MSA depth, needs about
 # 20 GB for the attention core of one layer; S = 5120 needs half a terabyte. Four columns at a
 # time push the wall out by a factor of about 8 in S (√(300/4) ≈ 8.7 if only the scores
-# counted; the inputs take their share); global attention leaves only the inputs, linear in S,
-# to fill the card.
+# counted; the inputs take their share); global attention's need is linear in S: its
+# inputs, and as much again for copies of the shared key and value head (the H200 run below shows
+# why).
 #
 # The widget below draws the same predictions for other sizes: drag S, change the number of
 # columns R, the heads and the precision, and read off where each card runs out (right). At
@@ -564,7 +567,8 @@ print(f"one set of softmax weights for all 8 columns: {8 * 8 * 128 * 128 * 4 / 1
 # And a network holds this for every layer at once: AlphaFold2 has 4 extra-MSA blocks and 48
 # Evoformer blocks. Training therefore samples fewer sequences (AF2: 128 MSA clusters and 1024
 # extra sequences before fine-tuning), can recompute activations instead of storing them
-# (activation checkpointing, as OpenFold does), and uses global attention where S is large. Today's other
+# (activation checkpointing: AlphaFold2's `use_remat`, OpenFold's `blocks_per_ckpt`), and uses
+# global attention where S is large. Today's other
 # escape, fused kernels such as FlashAttention (the `sdpa` row above), removes the S × S memory
 # but not the S² compute.
 #
@@ -603,8 +607,8 @@ print(f"one set of softmax weights for all 8 columns: {8 * 8 * 128 * 128 * 4 / 1
 #
 # ## Summary
 #
-# - Column attention is the only place where sequences of an MSA exchange information, so it
-#   stays; its scores grow as H · R · S².
+# - Column attention is the only place where sequences of an MSA exchange information directly,
+#   so it stays; its scores grow as H · R · S².
 # - Global attention (AF2 Algorithm 19): one query per column, the **masked** mean of x projected
 #   by `linear_q`; one key and one value head shared by all query heads; scores scaled by 1/√c;
 #   the summary is shared by the column, the gate of lesson 06 makes it per sequence.

@@ -12,8 +12,8 @@
 # Every attention module of AlphaFold2's Evoformer ends the same way: before the output
 # projection, the attention output is multiplied, channel by channel, by a sigmoid "gate"
 # computed from the module's input. This lesson adds that gate to your `MultiHeadAttention`,
-# which then has all of AF2's knobs: `attn_dim`, `gated`, `is_global`,
-# `use_bias_for_embeddings`, an attention bias and a padding mask.
+# which then has all of AF2's knobs (`attn_dim`, `gated`, `is_global`, an attention bias and a
+# padding mask) and one more, `use_bias_for_embeddings`, for models that do put biases on Q, K, V.
 #
 # **In this lesson you will**
 # - compute the gate `sigmoid(linear_g(x)) * o` by hand, and see why it is computed from x, not

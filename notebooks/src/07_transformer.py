@@ -5,10 +5,11 @@
 # and `causal_mask` (`exercises/attention.py`) and your `MultiHeadAttention`, `split_heads` and
 # `merge_heads` (`exercises/mha.py`).
 #
-# Attention alone is not a Transformer. Around it sit the pieces this lesson adds, in the order of
-# seed 003 (the Chinese Transformer notes this course started from) in its chapter 4: positions (attention on its own cannot see word order), a norm and a
-# residual path (without them a deep stack does not train), a feed-forward network, and the
-# decoder's two kinds of attention (causal self-attention and cross-attention to an encoder).
+# Attention alone is not a Transformer. Around it sit the pieces this lesson adds, from chapter 4
+# of seed 003 (the Chinese Transformer notes this course started from): positions (attention on
+# its own cannot see word order), a norm and a residual path (without them a deep stack does not
+# train), a feed-forward network, and the decoder's two kinds of attention (causal self-attention
+# and cross-attention to an encoder).
 # Lesson 08's tiny language model is a stack of the decoder block you write here (same structure,
 # same module names), with the paper's gate added.
 #
@@ -86,8 +87,7 @@ for L in (16, 64, 256, 1024, 4096):
 # %% tags=["nbval-ignore-output"]
 from tqdm.auto import tqdm
 
-from course.memory import fit_slope
-from course.transformer_demos import rnn_vs_attention
+from course.transformer_demos import rnn_vs_attention, timing_verdict
 
 threads = torch.get_num_threads()
 torch.set_num_threads(1)  # one thread: steadier timings when other programs share the cores
@@ -101,10 +101,8 @@ for L, rnn_s, attention_s in zip(lengths, seconds["rnn"], seconds["attention"]):
     print(_("L = {L:>5}: RNN loop {rnn:8.2f} ms   attention {attention:8.2f} ms   "
             "RNN / attention = {ratio:6.2f}").format(L=L, rnn=rnn_s * 1e3, attention=attention_s * 1e3,
                                                      ratio=rnn_s / attention_s))
-long = [i for i, L in enumerate(lengths) if L >= 256]
-print(_("slope of log time against log L: RNN {rnn:.2f}, attention for L >= 256 {attention:.2f}").format(
-    rnn=fit_slope(lengths, seconds["rnn"]),
-    attention=fit_slope([lengths[i] for i in long], [seconds["attention"][i] for i in long])))
+for line in timing_verdict(lengths, seconds["rnn"], seconds["attention"]):
+    print(line)
 
 # %% tags=["nbval-ignore-output"]
 fig, (ax_time, ax_ratio) = plt.subplots(1, 2, figsize=(10, 3.4), layout="constrained")
@@ -123,15 +121,16 @@ for ax in (ax_time, ax_ratio):
 plt.show()
 
 # %% [markdown]
-# Read the ratio off your own run. On a CPU it is largest for short and medium sequences, where
-# the RNN pays L times the fixed cost of a step (a Python call, small matrix products) and
-# attention pays it once. As L grows, attention's L² scores catch up: its time grows faster than
-# L (a log-log slope of 2 or more once the scores outgrow the CPU's caches, as in lesson 05), the
-# RNN's like L, and the ratio falls to around 1, or below, at the longest lengths here. On a GPU the balance tips further towards attention: its L² work is spread over
-# thousands of cores in one kernel, while each RNN step is a tiny kernel that leaves most of the
-# card idle, and the steps cannot overlap. That is the real content of the seed's "10–30 % vs
-# 80–95 %"; the numbers themselves depend on the card, the sizes and the code. The L² cost is the
-# one that stays: lesson 05 measured it in time and memory.
+# Read the ratio off your own run: the last two lines say where it was largest, what it is at the
+# longest L (and who is faster there), and how fast each time grows with L. Two costs pull it in
+# opposite directions. The RNN pays the fixed cost of a step (a Python call, small matrix
+# products) L times, attention pays it once; attention's L² scores grow with L² against the RNN's
+# L steps, and cost more still once they outgrow the CPU's caches (lesson 05). So the ratio need
+# not stay where it was at short lengths. On a GPU the balance tips further towards attention: its
+# L² work is spread over thousands of cores in one kernel, while each RNN step is a tiny kernel
+# that leaves most of the card idle, and the steps cannot overlap. That is the real content of the
+# seed's "10–30 % vs 80–95 %"; the numbers themselves depend on the card, the sizes and the code.
+# The L² cost is the one that stays: lesson 05 measured it in time and memory.
 #
 # ## 2. Attention without positions cannot see word order
 #
@@ -229,7 +228,7 @@ plt.show()
 # predicted block rotation. (With base 10000 and a small d_model the slowest pairs barely move
 # over 60 positions, so the data do not pin down their blocks; this fit uses base 10 and
 # d_model = 8, where every pair turns visibly.) Then with the real base: the predicted R_3 maps
-# PE(pos) to PE(pos + 3) at every one of 1,000 positions.
+# PE(pos) to PE(pos + 3) at every position from 0 to 996.
 
 # %%
 from course.transformer_demos import offset_map, predicted_offset_map
@@ -253,11 +252,11 @@ print(_("base 10000, d_model 16: max |PE(pos + 3) - R_3 PE(pos)| over pos 0..996
 
 # %% [markdown]
 # So a layer can read "the token 3 positions back" with a linear map that does not depend on
-# where it is, which is what makes offsets learnable. Two things the seed overstates. "周期性：可以
-# 处理任意长度的序列": the formula gives a vector for any pos, but models trained on short sequences
-# do poorly on much longer ones with it (Press et al. 2022, the ALiBi paper, measured this).
-# And adding positions once at the input is only one way: RoPE, next, puts them inside every
-# attention layer.
+# where it is, which is what makes offsets learnable. Two things the seed overstates.
+# "周期性：可以处理任意长度的序列": the formula gives a vector for any pos, but models trained on
+# short sequences do poorly on much longer ones with it (Press et al. 2022, the ALiBi paper,
+# measured this). And adding positions once at the input is only one way: RoPE, next, puts them
+# inside every attention layer.
 #
 # With positions added, the two sentences of section 2 are no longer a permutation of each other:
 

@@ -1,11 +1,11 @@
-# %% [markdown] en="1da7799b58c7"
+# %% [markdown] en="1488a522c314"
 # # 第 06 课：门控，以及完整的 AlphaFold2 注意力模块
 #
 # **先修要求：**第 03–05 课：你在第 03 课写的 `MultiHeadAttention`，加上第 05 课的 `masked_mean` 和 `is_global`（完整模块的检查也会运行全局注意力）。
 #
 # **没有 AlphaFold2 背景？**请读第 1、2、6 节（门、门与注意力权重、其他的门）：第 08 课的论文以它们为基础，而练习 1 只需要你在第 03 课写的模块。练习 2（完整的 AlphaFold2 模块）和第 3–5 节以第 04–05 课为基础，可以跳过。
 #
-# AlphaFold2 的 Evoformer 中，每个注意力模块的结尾都一样：在输出投影之前，把注意力输出逐通道地乘上一个 sigmoid“门”，门由模块的输入算出。本课给你的 `MultiHeadAttention` 加上这个门，它就有了 AF2 的全部开关：`attn_dim`、`gated`、`is_global`、`use_bias_for_embeddings`、注意力偏置和填充掩码。
+# AlphaFold2 的 Evoformer 中，每个注意力模块的结尾都一样：在输出投影之前，把注意力输出逐通道地乘上一个 sigmoid“门”，门由模块的输入算出。本课给你的 `MultiHeadAttention` 加上这个门，它就有了 AF2 的全部开关（`attn_dim`、`gated`、`is_global`、注意力偏置和填充掩码），外加一个 `use_bias_for_embeddings`，供确实给 Q、K、V 加偏置的模型使用。
 #
 # **本课你将**
 # - 手算门控 `sigmoid(linear_g(x)) * o`，弄清门为什么由 x 而不是由 o 算出；
