@@ -59,7 +59,7 @@ $(STAMP): requirements.txt scripts/setup_venv.sh
 # HIDDEN=1: also the hidden-input kinds of cases on a public seed, as the grader runs them.
 # LANG=zh: in Chinese.
 check: $(STAMP)
-	$(LOCALE)$(if $(ZH),COURSE_LANG=zh_CN )$(BIN)/python -m course.progress $(if $(ONLY),--only $(ONLY)) $(if $(HIDDEN),--hidden)
+	$(LOCALE)$(if $(ZH),COURSE_LANG=zh_CN )$(BIN)/python -m course.progress --warm $(if $(ONLY),--only $(ONLY)) $(if $(HIDDEN),--hidden)
 
 # Every widget of the course on one page, served by Voilà; works before any exercise is written.
 PLAYGROUND_ARGS ?=
@@ -101,7 +101,7 @@ reference: $(STAMP)
 # ASSIGNMENT=, PER_LESSON=; no student code runs). STUDENTS reaches the grader through the
 # environment, whole. See docs/instructors.md.
 grade: $(STAMP)
-	@if [ -z "$(strip $(OUT))" ]; then \
+	@if [ -z "$(strip $(OUT))" ] || { [ -z "$(strip $(SUBMISSIONS))" ] && [ -z "$(strip $(POINTS)$(ROSTER)$(ASSIGNMENT)$(PER_LESSON))" ]; }; then \
 	  echo "usage: make grade SUBMISSIONS=<dir> OUT=<dir> [JOBS=n] [LESSONS=00-02] [ASSIGNMENT=title] [POINTS=file] [FULL=1] [STUDENTS=\"ada bob\"] [STUDENTS_FILE=<file>] [ONLY=<check>] [SHARD=K/N] [ROSTER=roster.csv] [PER_LESSON=1] [SEED_FILE=<file>]" >&2; \
 	  echo "   or: make grade OUT=<dir> POINTS=<file> | ROSTER=<file> | ASSIGNMENT=<title>   (a rescore from OUT's records)" >&2; exit 2; fi
 ifeq ($(strip $(SUBMISSIONS)),)
@@ -132,7 +132,7 @@ collect: $(STAMP)
 # "Re-upload submissions", Moodle's "Upload multiple feedback files in a zip", and one file per
 # student folder otherwise. SUBMISSIONS: the folder make collect made. See docs/instructors.md.
 handback: $(STAMP)
-	@if [ -z "$(strip $(OUT))" ]; then \
+	@if [ -z "$(strip $(OUT))" ] || { [ -z "$(strip $(SUBMISSIONS))" ] && [ -z "$(strip $(POINTS)$(ROSTER)$(ASSIGNMENT)$(PER_LESSON))" ]; }; then \
 	  echo "usage: make handback OUT=<dir> [SUBMISSIONS=<dir>]" >&2; exit 2; fi
 	$(BIN)/python -m course.grading handback --out "$(OUT)" $(if $(SUBMISSIONS),--submissions "$(SUBMISSIONS)")
 

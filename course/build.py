@@ -135,12 +135,32 @@ def clean(notebook: nbformat.NotebookNode, lang: str = "en") -> nbformat.Noteboo
     for index, cell in enumerate(notebook.cells):
         cell.id = f"cell-{index:03d}"
         cell.metadata.pop("execution", None)
+        if "outputs" in cell:
+            cell.outputs = merged_streams(cell.outputs)
         for output in cell.get("outputs", []):
             if WIDGET_VIEW in output.get("data", {}):
                 output.data["text/plain"] = translate(WIDGET_TEXT, lang)
     notebook = renumber_widgets(notebook)
     nbformat.validate(notebook)
     return notebook
+
+
+def merged_streams(outputs: list) -> list:
+    """Consecutive stdout (or stderr) outputs as one: a busy machine hands a cell's printing to
+    the notebook in more pieces than an idle one, which Jupyter shows as one text anyway."""
+    merged = []
+    for output in outputs:
+        previous = merged[-1] if merged else None
+        if output.get("output_type") == "stream" and previous is not None and \
+                previous.get("output_type") == "stream" and previous.name == output.name:
+            previous.text = "".join(_text(previous.text)) + "".join(_text(output.text))
+            continue
+        merged.append(output)
+    return merged
+
+
+def _text(text) -> list[str]:
+    return [text] if isinstance(text, str) else list(text)
 
 
 def renumber_widgets(notebook: nbformat.NotebookNode) -> nbformat.NotebookNode:

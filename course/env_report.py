@@ -1,6 +1,9 @@
-"""What the course runs on: versions, CUDA, Graphviz. Shown in lesson 00 and `python -m course.env_report`."""
+"""What the course runs on: versions, CUDA, Graphviz, a font for Chinese. Shown in lesson 00 and
+`python -m course.env_report`. It names no folder of this machine (a lesson's stored output is
+read on every other one): a program in the course's Python environment is said to be there."""
 from __future__ import annotations
 
+import os
 import platform
 import shutil
 import subprocess
@@ -20,17 +23,32 @@ def graphviz_dot() -> str | None:
         done = subprocess.run([path, "-V"], capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.SubprocessError):
         return None
-    return (done.stderr or done.stdout).strip().splitlines()[0] + f" ({_shown_path(path)})"
+    return (done.stderr or done.stdout).strip().splitlines()[0] + " " + where(path)
 
 
-def _shown_path(path: str) -> str:
-    """`path` as the learner knows it: inside the course's environment, from the environment's
-    folder on (.venv/bin/dot), not where the machine keeps it."""
-    prefix = Path(sys.prefix)
-    try:
-        return Path(path).relative_to(prefix.parent).as_posix() if Path(path).is_relative_to(prefix) else path
-    except ValueError:
-        return path
+def where(program: str) -> str:
+    """Where a program lives, in brackets, without this machine's folders: in the course's Python
+    environment, or its path with the home folder written ~."""
+    folder = Path(program).parent.resolve()
+    if folder in {Path(sys.executable).parent.resolve(), (Path(sys.prefix) / "bin").resolve()}:
+        return _("(in the course's Python environment)")
+    home = str(Path.home())
+    return "(" + ("~" + program[len(home):] if program.startswith(home + os.sep) else program) + ")"
+
+
+def cjk_font() -> str:
+    """The font that draws Chinese text in figures, or the one command that installs one."""
+    from course.fonts import find_cjk_family
+
+    family = find_cjk_family()
+    if family is not None:
+        return family
+    if sys.platform.startswith("linux"):
+        command = ("" if os.geteuid() == 0 else "sudo ") + "apt-get install fonts-noto-cjk"
+        return _("none: Chinese text in figures shows as boxes; install one (Debian, Ubuntu) "
+                 "with: {command}").format(command=command)
+    return _("none: Chinese text in figures shows as boxes; install a font with Chinese "
+             "characters (Noto Sans CJK)")
 
 
 def _version(package: str) -> str:
@@ -42,7 +60,7 @@ def _version(package: str) -> str:
 
 # printed labels of the report's rows (the package names stay as they are)
 LABELS = {"CUDA GPU": N_("CUDA GPU"), "CPU threads torch uses": N_("CPU threads torch uses"),
-          "graphviz dot": N_("graphviz dot")}
+          "graphviz dot": N_("graphviz dot"), "CJK font": N_("font for Chinese")}
 
 
 def environment_report() -> dict[str, str]:
@@ -57,6 +75,7 @@ def environment_report() -> dict[str, str]:
         "CUDA GPU": cuda,
         "CPU threads torch uses": str(torch.get_num_threads()),
         "graphviz dot": graphviz_dot() or _("not found (graphs are shown as DOT source instead)"),
+        "CJK font": cjk_font(),
         "jupyterlab": _version("jupyterlab"),
         "ipywidgets": _version("ipywidgets"),
         "torchview": _version("torchview"),

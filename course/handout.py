@@ -45,8 +45,11 @@ from course.workspace import SKIP
 EXCLUDE = {"solutions", "tests", "docs", ".ci", "course/grading", "course/claims",  # reads docs/
            "course/release/README.md", "course/release/README.zh-CN.md", "scripts/bench_grade.py",
            "scripts/bench_class_page.py",
-           "scripts/measure_first_messages.py", "scripts/suite_time.py", "scripts/bench_notebooks.py",
+           "scripts/measure_first_messages.py", "scripts/bug_sets",  # its bugs: the answers
+           "scripts/suite_time.py", "scripts/bench_notebooks.py",
+           "scripts/bench_check.py",
            "scripts/bench_lesson09.py", "scripts/record_gpu_run09.py",  # they time the solutions'
+           "scripts/record_flex09.py",
            "Dockerfile", ".dockerignore"}
 RELEASE = ROOT / "course" / "release"  # the release's README.md and its tests (tests/)
 RELEASE_TESTS = "course/release/tests"  # what the release's `make test` (pytest) runs
@@ -55,6 +58,17 @@ DEVELOPER_TARGETS = {"notebooks", "stubs", "reference", "grade", "grade-merge", 
                      "handback", "handout", "screenshots", "lock", "messages"}
 MARKER = ".handout"  # lets a later run replace a folder it made itself
 MANIFEST = "MANIFEST"  # the copy's own files, one relative path a line: its allow-list
+# the course's own layout: what may lie at the top of the course (a new top-level file or folder
+# of the course belongs here); a tracked file anywhere else is refused, as is a shipped file
+# named as a class's own (a class folder committed into the course would otherwise ship its
+# seed, roster and submissions in every handout, sandbox and image)
+LAYOUT = {".ci", ".dockerignore", ".gitignore", ".github", "Dockerfile", "Makefile", "README.md",
+          "README.zh-CN.md", "README.en.md", "LICENSE", "course", "data", "docs",
+          "environment.yml", "exercises", "notebooks", "pytest.ini", "requirements-excludes.txt",
+          "requirements.in", "requirements.txt", "ruff.toml", "scripts", "solutions", "tests",
+          MARKER}
+CLASS_NAMES = {"seed", ".seed", "roster.csv", "gradebook.csv", "class.json", ".lms.json",
+               "results.json"}
 
 
 class ReleaseError(SystemExit):
@@ -107,7 +121,26 @@ def release_files(source: Path = ROOT) -> list[str]:
                 found.append(name)
         except OSError:
             continue  # tracked, but deleted in the working tree
+    check_layout(found, source)
     return found
+
+
+def check_layout(names: list[str], source: Path = ROOT) -> None:
+    """Refuse a list of the course's files that holds files outside the course's own layout
+    (LAYOUT), or shipped files named as a class's own (CLASS_NAMES): a class folder committed
+    into the course."""
+    outside = [n for n in names if n.split("/")[0] not in LAYOUT]
+    outside += [n for n in names if n.split("/")[-1] in CLASS_NAMES and not left_out(n)
+                and n not in outside]
+    if outside:
+        tops = sorted({n.split("/")[0] if n.split("/")[0] not in LAYOUT else n for n in outside})
+        shown = ", ".join(outside[:5]) + (f" and {len(outside) - 5} more" if len(outside) > 5 else "")
+        raise ReleaseError(
+            f"{source} lists files outside the course's own layout: {shown}. A class folder (its "
+            f"seed, roster, submissions, grades) committed into the course would reach every "
+            f"handout, sandbox and image: untrack it (git rm -r --cached {' '.join(tops)}) and "
+            "keep the class beside the course (docs/instructors.md); a new file of the course "
+            "itself belongs in LAYOUT (course/handout.py)")
 
 
 def left_out(relative: str, exclude=EXCLUDE) -> bool:

@@ -9,6 +9,8 @@ U counts the pairs (x of the first arm, y of the second) with x < y (a tie count
 = n1 n2 means every seed of the first arm lies below every seed of the second. Under the null
 hypothesis (both arms draw from one continuous distribution) every one of the C(n1 + n2, n1)
 orderings of the seeds is equally likely, and U's distribution is symmetric about n1 n2 / 2.
+Where values tie, the test conditions on the values there are: every split of the pooled values
+into arms of n1 and n2 is equally likely, and U's distribution is counted over those splits.
 """
 from __future__ import annotations
 
@@ -46,27 +48,59 @@ def u_statistic(first, second) -> float:
 
 
 def has_ties(first, second) -> bool:
-    """Whether a value occurs more than once over both samples (the exact null distribution
-    assumes it does not; the lesson's measurements are continuous, and the test says so)."""
+    """Whether a value occurs more than once over both samples (then mann_whitney counts U over
+    the splits of the values there are, u_counts_with_ties)."""
     pooled = [*first, *second]
     return len(set(pooled)) < len(pooled)
+
+
+def u_counts_with_ties(first, second) -> dict[int, int]:
+    """How many of the C(n1 + n2, n1) splits of the pooled values into arms of n1 and n2 give each
+    value of U, by 2U (an integer: a tie counts one half). Ties share their mid-rank, and U = n1 n2
+    + n1 (n1 + 1) / 2 - (the first arm's rank sum), so counting the splits by their rank sum
+    (subsets of n1 doubled mid-ranks, by dynamic programming) counts them by U."""
+    pooled = sorted([*first, *second])
+    n1, n2 = len(first), len(second)
+    doubled = []  # 2 x mid-rank of every pooled value: ranks i + 1 .. j + 1 tie at (i + j + 2) / 2
+    i = 0
+    while i < len(pooled):
+        j = i
+        while j + 1 < len(pooled) and pooled[j + 1] == pooled[i]:
+            j += 1
+        doubled += [i + j + 2] * (j - i + 1)
+        i = j + 1
+    top = sum(doubled)
+    subsets = [[0] * (top + 1) for _ in range(n1 + 1)]  # subsets[k][s]: k values, doubled sum s
+    subsets[0][0] = 1
+    for taken, rank in enumerate(doubled):
+        for k in range(min(n1, taken + 1), 0, -1):
+            below, row = subsets[k - 1], subsets[k]
+            for s in range(top, rank - 1, -1):
+                if below[s - rank]:
+                    row[s] += below[s - rank]
+    base = 2 * n1 * n2 + n1 * (n1 + 1)
+    return {base - s: c for s, c in enumerate(subsets[n1]) if c}
 
 
 def mann_whitney(first, second, alternative: str = "two-sided") -> tuple[float, float]:
     """The exact Mann-Whitney U test of `first` against `second`: (U, p). alternative
     "two-sided": does either arm tend to lie below the other? p = 2 min(P(U' <= U), P(U' >= U)),
-    at most 1. "less": does `first` tend to lie below `second`? p = P(U' >= U). Exact from the
-    distribution without ties (a tie counts one half in U)."""
+    at most 1. "less": does `first` tend to lie below `second`? p = P(U' >= U). Exact: from the
+    distribution of every ordering without ties (u_counts), and where values tie, from every
+    split of the values there are (u_counts_with_ties; a tie counts one half in U)."""
     first, second = list(first), list(second)
     u = u_statistic(first, second)
-    counts = u_counts(len(first), len(second))
-    total = sum(counts)
-    upper = sum(c for value, c in enumerate(counts) if value >= u) / total
+    if alternative not in ("two-sided", "less"):
+        raise ValueError(f"alternative must be 'two-sided' or 'less', not {alternative!r}")
+    if has_ties(first, second):  # counted by 2U
+        counts, observed = u_counts_with_ties(first, second), round(2 * u)
+    else:  # counted by U
+        counts, observed = dict(enumerate(u_counts(len(first), len(second)))), u
+    total = sum(counts.values())
+    upper = sum(c for value, c in counts.items() if value >= observed) / total
     if alternative == "less":
         return u, upper
-    if alternative != "two-sided":
-        raise ValueError(f"alternative must be 'two-sided' or 'less', not {alternative!r}")
-    lower = sum(c for value, c in enumerate(counts) if value <= u) / total
+    lower = sum(c for value, c in counts.items() if value <= observed) / total
     return u, min(1.0, 2 * min(lower, upper))
 
 

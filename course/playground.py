@@ -10,7 +10,8 @@ minute (busy ones) to import itself and start. A port already in use gives way t
 before Voilà starts, so the address printed is the one it serves.
 
 The page is notebooks/playground.ipynb, written without outputs from its jupytext source (Voilà
-runs it when the page opens). Which widgets it shows: course/widgets/playground.py.
+runs it when the page opens). Which widgets it shows: course/widgets/playground.py. Voilà runs
+through course/playground_server.py, which frees each page's kernel when the page goes.
 """
 from __future__ import annotations
 
@@ -70,6 +71,13 @@ def free_port(wanted: int) -> int:
         return probe.getsockname()[1]
 
 
+def voila_command(notebook, port: int, browser: bool = True) -> list[str]:
+    """The command that serves `notebook` on 127.0.0.1:`port` as the playground (Voilà through
+    course/playground_server.py); the browser test runs the same one."""
+    return [sys.executable, "-m", "course.playground_server", str(notebook), f"--port={port}",
+            "--Voila.port_retries=0", "--Voila.ip=127.0.0.1"] + ([] if browser else ["--no-browser"])
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="every widget of the course on one page (Voilà)")
     parser.add_argument("--write", action="store_true", help="only write the notebook")
@@ -87,8 +95,7 @@ def main(argv=None) -> int:
         os.environ["COURSE_LANG"] = "zh_CN"
         set_language("zh_CN")
     port = free_port(args.port)
-    command = [sys.executable, "-m", "voila", str(notebook), f"--port={port}",
-               "--Voila.port_retries=0", "--Voila.ip=127.0.0.1"] + (["--no-browser"] if args.no_browser else [])
+    command = voila_command(notebook, port, browser=not args.no_browser)
     print(_("The playground: {url}\n(Voilà is starting: the page answers once it prints "
             "\"Voilà is running at\". Stop it with Ctrl-C.)").format(url=f"http://127.0.0.1:{port}/"),
           flush=True)

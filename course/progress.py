@@ -13,6 +13,11 @@ reference results in `course/reference_data/`, so this works without the referen
 With --hidden, every written exercise also runs on hidden-input kinds of cases drawn from a
 public seed, as the grader does on its secret one (course/confirm/public.py). It always exits 0:
 a table of work in progress is not an error.
+
+A check whose exercise files (and those it calls), the course's checks and the run are what they
+were at the last `make check` is not run again: its row comes from course/check_cache.py, which
+says what its key holds (COURSE_CHECK_CACHE=0: run everything). `scripts/bench_check.py`
+measures what that saves. Nothing here imports PyTorch or the checks until a check must run.
 """
 from __future__ import annotations
 
@@ -25,16 +30,14 @@ import sys
 import textwrap
 from dataclasses import dataclass
 
-from course.checks import Blocked, NotImplementedYet, all_checks, lines
-from course.checks.core import Check
-from course.checks.depends import Session
-from course.checks.expected import RecordedReference
-from course.checks.registry import canonical
-from course.checks.problem_text import localised
+from course.check_cache import Cache, Entry, catalog_of_checks
 from course.columns import width as display_width
 from course.i18n import _, listed
 
 WIDTH = 80
+# the four words of course/checks/lines.py (importing the checks would import PyTorch, which a
+# table made of remembered rows never needs; tests/test_progress.py holds them equal)
+PASS, FAIL, BLOCKED, TODO = "PASS", "FAIL", "BLOCKED", "TODO"
 
 
 @dataclass
@@ -48,8 +51,17 @@ class Row:
     hidden: str | None = None  # with --hidden: "" when confirmed, else why not
 
 
-def run_check(check: Check, package: str = "exercises", session: Session | None = None) -> Row:
+def run_check(check, package: str = "exercises", session=None) -> Row:
     """Run one check on the student's code; never raises (a crash is a FAIL with its reason)."""
+    return _run(check, package, session)[0]
+
+
+def _run(check, package: str, session) -> tuple[Row, dict | None]:
+    """(the row, what to remember of it: None for a result of the moment, not of the files)."""
+    from course.checks import Blocked, CheckFailed, NotImplementedYet, lines
+    from course.checks.depends import Session
+    from course.checks.expected import RecordedReference
+
     session = session or Session(RecordedReference())
     row = Row(check.lesson, check.id, f"{check.module}.py: {check.attribute}", lines.PASS)
     printed = io.StringIO()  # the student's prints would break the table
@@ -59,44 +71,95 @@ def run_check(check: Check, package: str = "exercises", session: Session | None 
     except Exception as error:  # import error, syntax error, missing name, missing reference
         failure = error
         session.statuses.pop(check.id, None)
-    if failure is None:
-        return row
-    row.message = str(failure) if not isinstance(failure, Exception) or \
-        isinstance(failure, AssertionError) else f"{type(failure).__name__}: {failure}"
-    if isinstance(failure, NotImplementedYet):
-        row.status = lines.TODO
-    elif isinstance(failure, Blocked):
-        row.status, row.reason = lines.BLOCKED, _blocked_reason(failure)
-    else:
-        row.status, row.reason = lines.FAIL, lines.summary(row.message)
-    return row
+    if failure is not None:
+        row.message = str(failure) if not isinstance(failure, Exception) or \
+            isinstance(failure, AssertionError) else f"{type(failure).__name__}: {failure}"
+        if isinstance(failure, NotImplementedYet):
+            row.status = lines.TODO
+        elif isinstance(failure, Blocked):
+            row.status, row.reason = lines.BLOCKED, _blocked_reason(failure)
+        else:
+            row.status, row.reason = lines.FAIL, lines.summary(row.message)
+    # a result the files decide (not a machine's trouble, e.g. out of memory)
+    if failure is not None and not isinstance(failure, (CheckFailed, SyntaxError, ImportError)):
+        return row, None
+    status = session.statuses.get(check.id)  # none for a file that does not import: itself
+    roots = list(status.roots) if status else ([] if row.status == lines.PASS else [check.id])
+    return row, {"status": row.status, "reason": row.reason, "message": row.message,
+                 "roots": roots,
+                 "via": status.via.id if status is not None and status.via is not None else None}
 
 
-def _blocked_reason(failure: Blocked) -> str:
+def _blocked_reason(failure) -> str:
     alone = {"pass": _("right on its own"), "fail": _("also wrong on its own"),
              "untried": _("not tried on its own")}[failure.alone]
     return _("by {roots}; {alone}").format(roots=listed(failure.roots), alone=alone)
 
 
-def progress(package: str = "exercises", only: list[str] | None = None) -> list[Row]:
-    """One row per check (or per chosen check: see `choose`), in lesson order."""
-    session = Session(RecordedReference())
-    # stable sort: within a lesson, the order the lesson's module defines its checks in
-    checks = sorted(all_checks().values(), key=lambda c: c.lesson)
-    chosen = set(choose(only)[0]) if only else None
-    rows = []
-    for check in checks:
-        if chosen is None or check.id in chosen:
-            rows.append(run_check(check, package, session))
+def progress(package: str = "exercises", only: list[str] | None = None,
+             cache: Cache | None = None, remembered: bool = False) -> list[Row] | None:
+    """One row per check (or per chosen check: see `choose`), in lesson order. With a `cache`
+    (`make check`: the package `exercises`), a check whose key is unchanged is not run again.
+    remembered: the rows only if every one is in the cache (None if a check must run); this
+    imports neither the checks nor PyTorch."""
+    cache = cache if package == "exercises" else None  # its keys are the files of exercises/
+    catalog = cache.catalog() if cache is not None else None
+    if catalog is None and remembered:
+        return None
+    if catalog is None:
+        catalog = catalog_of_checks()
+        if cache is not None:
+            cache.keep_catalog(catalog)
+    by_id = {entry.id: entry for entry in catalog}
+    chosen = set(choose(only, catalog)[0]) if only else None
+    keys = {entry.id: cache.key(entry, by_id) if cache is not None else None
+            for entry in catalog}
+    stored = {entry.id: cache.get(entry.id, keys[entry.id]) for entry in catalog} \
+        if cache is not None else {}
+    wanted = [entry for entry in catalog if chosen is None or entry.id in chosen]
+    if remembered and any(stored.get(entry.id) is None for entry in wanted):
+        return None
+    # what the checks that run read of those that do not: their remembered statuses
+    needed = {used for entry in wanted if stored.get(entry.id) is None for used in entry.uses}
+    session, rows = None, []
+    for entry in wanted:
+        hit = stored.get(entry.id)
+        if hit is not None:
+            rows.append(Row(entry.lesson, entry.id, f"{entry.module}.py: {entry.attribute}",
+                            hit["status"], hit["reason"], hit["message"]))
+            continue
+        if session is None:
+            session = _session({i: stored.get(i) for i in needed}, by_id)
+        row, result = _run(entry.check(), package, session)
+        rows.append(row)
+        if cache is not None and result is not None:
+            cache.put(entry.id, keys[entry.id], result)
     return rows
 
 
-def choose(words: list[str]) -> tuple[list[str], list[str]]:
+def _session(stored: dict[str, dict | None], by_id: dict[str, Entry]):
+    """The session of a run, holding the remembered status of every check not run again: what a
+    check that calls its exercise reads (BLOCKED or not), as if it had run just before."""
+    from course.checks.depends import Session, Status
+    from course.checks.expected import RecordedReference
+
+    session = Session(RecordedReference())
+    for check_id, hit in stored.items():
+        if hit is not None:
+            via = by_id[hit["via"]].check() if hit.get("via") in by_id else None
+            session.statuses[check_id] = Status(by_id[check_id].check(), hit["status"],
+                                                tuple(hit["roots"]), via)
+    return session
+
+
+def choose(words: list[str], catalog: list[Entry] | None = None) -> tuple[list[str], list[str]]:
     """(the check ids that `words` name, the words that name none). A word is a check id or an
     alias ("01.stable_softmax"), a lesson ("01", "1", "01."), an exercise's name
     ("stable_softmax", "MultiHeadAttention", "softmax:stable_softmax"), a file of exercises/
     ("softmax", "mha.py") or what follows the dot of an id; case does not matter."""
-    checks = all_checks().values()
+    from course.checks.registry import canonical
+
+    checks = catalog_of_checks() if catalog is None else catalog
     found: dict[str, None] = {}
     unknown = []
     for word in words:
@@ -111,32 +174,34 @@ def choose(words: list[str]) -> tuple[list[str], list[str]]:
     return list(found), unknown
 
 
-def _names(check: Check) -> set[str]:
+def _names(check: Entry) -> set[str]:
     """Every spelling that names `check` (lower case)."""
     return {n.lower() for n in (check.id, check.id.split(".", 1)[1], check.attribute,
                                 check.target, check.module, f"{check.module}.py")}
 
 
-def suggestions(word: str, n: int = 5) -> list[str]:
+def suggestions(word: str, n: int = 5, catalog: list[Entry] | None = None) -> list[str]:
     """Check ids whose spellings come close to `word`."""
     import difflib
 
-    spellings = {name: check.id for check in all_checks().values() for name in _names(check)}
+    checks = catalog_of_checks() if catalog is None else catalog
+    spellings = {name: check.id for check in checks for name in _names(check)}
     close = difflib.get_close_matches(word.lower(), list(spellings), n=n * 3, cutoff=0.5)
     inside = [name for name in spellings if len(word) >= 3 and word.lower() in name]
     return list(dict.fromkeys(spellings[name] for name in inside + close))[:n]
 
 
-def unknown_words(words: list[str]) -> str:
+def unknown_words(words: list[str], catalog: list[Entry] | None = None) -> str:
     """What to say about words of ONLY= that name no check: the closest ids, and what it takes."""
     out = []
     for word in words:
-        close = suggestions(word)
+        close = suggestions(word, catalog=catalog)
         out.append(_("no check matches '{word}'; did you mean {ids}?").format(
             word=word, ids=", ".join(close)) if close else
             _("no check matches '{word}'").format(word=word))
     out.append(_("ONLY= takes a check id (01.stable_softmax), a lesson (01) or an exercise "
-                 "(stable_softmax), several separated by commas; `make check` lists every id."))
+                 "(stable_softmax), several separated by commas; `{command}` lists every "
+                 "id.").format(command=make_check()))
     return "\n".join(wrap(line) for line in out)
 
 
@@ -150,26 +215,38 @@ def table(rows: list[Row], full: bool = False) -> str:
            + _("exercise (in exercises/), or what blocks it") + (_("  [hidden]") if hidden else ""),
            f"{'-' * 7:<8} {'-' * width}  {'-' * 43}"]
     for r in rows:
-        note = r.reason if r.status == lines.BLOCKED else r.exercise
+        note = r.reason if r.status == BLOCKED else r.exercise
         mark = "" if r.hidden is None else ("  [" + (_("hidden: confirmed") if not r.hidden
                                                       else _("hidden: differs")) + "]")
         out.append(f"{r.status:<8} {r.check:<{width}}  {note}{mark}".rstrip())
     also_wrong = _("also wrong on its own")  # in the reason of a BLOCKED row, in its language
     for r in rows:
-        if r.message and (full or r.status == lines.FAIL or
-                          (r.status == lines.BLOCKED and r.reason.endswith(also_wrong))):
+        if r.message and (full or r.status == FAIL or
+                          (r.status == BLOCKED and r.reason.endswith(also_wrong))):
             out += ["", wrap(r.message)]
         if r.hidden:
+            from course.checks.problem_text import localised
+
             out += ["", wrap(_("hidden {id}: {why}").format(id=r.check,
                                                              why=localised(r.hidden)))]
     counts = {s: sum(r.status == s for r in rows)
-              for s in (lines.PASS, lines.FAIL, lines.BLOCKED, lines.TODO)}
-    out += ["", wrap(_("The whole message of one check: make check ONLY=<check>. Your code on "
-                       "the kinds of hidden cases the grader uses: make check HIDDEN=1.")),
+              for s in (PASS, FAIL, BLOCKED, TODO)}
+    out += ["", wrap(_("The whole message of one check: {only}. Your code on the kinds of hidden "
+                       "cases the grader uses: {hidden}.").format(
+                           only=make_check("ONLY=<check>"), hidden=make_check("HIDDEN=1"))),
             _("{passed} of {total} exercises pass, {failed} fail, {blocked} blocked, {todo} to "
-              "do.").format(passed=counts[lines.PASS], total=len(rows), failed=counts[lines.FAIL],
-                            blocked=counts[lines.BLOCKED], todo=counts[lines.TODO])]
+              "do.").format(passed=counts[PASS], total=len(rows), failed=counts[FAIL],
+                            blocked=counts[BLOCKED], todo=counts[TODO])]
     return "\n".join(out)
+
+
+def make_check(arguments: str = "") -> str:
+    """The `make check` command a learner is told to run next, in the language they run it in:
+    with LANG=zh in the Chinese edition (without it, that run would answer in English)."""
+    from course.i18n import ENGLISH, language
+
+    chinese = language() != ENGLISH
+    return " ".join(["make", "check"] + (["LANG=zh"] if chinese else []) + arguments.split())
 
 
 def _pad(text: str, columns: int) -> str:
@@ -221,7 +298,7 @@ def add_hidden(rows: list[Row]) -> None:
     """Run the public hidden cases of every written exercise (make check HIDDEN=1)."""
     from course.confirm.public import rehearse
 
-    written = [r.check for r in rows if r.status != lines.TODO]
+    written = [r.check for r in rows if r.status != TODO]
     if not written:
         return
     verdicts = rehearse(written)
@@ -230,7 +307,7 @@ def add_hidden(rows: list[Row]) -> None:
             row.hidden = verdicts[row.check] or ""
 
 
-def main(argv=None) -> int:
+def main(argv=None, served: bool = False) -> int:
     parser = argparse.ArgumentParser(description="a table of every exercise: PASS, FAIL, "
                                                  "BLOCKED or TODO")
     parser.add_argument("--only", nargs="*", default=None,
@@ -238,19 +315,41 @@ def main(argv=None) -> int:
                              "messages")
     parser.add_argument("--hidden", action="store_true",
                         help="also run the hidden-input kinds of cases (public seed)")
+    parser.add_argument("--warm", action="store_true",
+                        help="run in a warm process that keeps PyTorch imported (make check; "
+                             "course/check_server.py), started in the background if none runs")
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser.parse_args(argv)
     importlib.invalidate_caches()
     only = [i for value in args.only or [] for i in value.replace(",", " ").split()] or None
-    unknown = choose(only)[1] if only else []
-    rows = progress(only=only)
+    cache = Cache()
+    rows, start_server = None, False
+    if args.warm and not served:
+        from course import check_server
+
+        if check_server.available():
+            rows = progress(only=only, cache=cache, remembered=True)
+            if rows is None:  # a check must run: in the warm process, if one answers
+                code = check_server.request(argv, cache.server_key())
+                if code is not None:
+                    return code
+                start_server = True
+    if rows is None:
+        rows = progress(only=only, cache=cache)
+    cache.save()
+    catalog = cache.catalog()
+    unknown = choose(only, catalog)[1] if only else []
     if only and not rows:
-        print(unknown_words(unknown))
-        return 0
-    if unknown:
-        print(unknown_words(unknown) + "\n")
-    if args.hidden:
-        add_hidden(rows)
-    print(table(rows, full=bool(only)))
+        print(unknown_words(unknown, catalog))
+    else:
+        if unknown:
+            print(unknown_words(unknown, catalog) + "\n")
+        if args.hidden:
+            add_hidden(rows)
+        print(table(rows, full=bool(only)))
+    if start_server:  # after the table: its warm-up does not slow this run down
+        sys.stdout.flush()
+        check_server.start(cache.server_key())
     return 0
 
 

@@ -4,9 +4,10 @@ run time on this machine.
     .venv/bin/python scripts/bench_lesson09.py              # memory, speed, then the notebook
     .venv/bin/python scripts/bench_lesson09.py --no-notebook --time-lengths   # memory only
     .venv/bin/python scripts/bench_lesson09.py --lengths 256 512 1024 2048
+    .venv/bin/python scripts/bench_lesson09.py --record-sweep   # the cache sweep the lesson ships
 
 Memory: q, k, v of shape (R, H, L, c) = (8, 4, L, 16), float32, on the CPU, measured by the
-profiler's allocation events (course/tiled_memory.py) in inference (forward under no_grad) and
+profiler's allocation events (course/lessons/lesson09/memory.py) in inference (forward under no_grad) and
 in training (forward and backward), for naive attention and the solutions' tiled attention (tiles
 of 128). It prints each peak, the bytes kept for the backward pass, and the factor by which each
 grows when L doubles (naive: about 4; tiled: at most 2, its tiles have a fixed size). Speed: the
@@ -17,7 +18,10 @@ the CPU seconds that run used (user + system, every process it started): on a bu
 wall time grows with the load, the CPU seconds much less, and an idle machine's wall time is
 about the CPU seconds or less (the lesson is CPU-bound; two threads share some of it). A
 benchmark, not a test: it prints the load average beside its figures, and nothing fails because
-a machine is slow.
+a machine is slow. Cache sweep (--record-sweep): naive attention against the solutions' tiles of
+16 to 512 for L = 256 to 2048 on (2, 4, L, 64) float32, the best of --repeats forward timings each
+(course/lessons/lesson09/speed.py), written to data/lesson09/cache_sweep.json with the machine it
+ran on: the table the lesson shows when its own sweep would not fit the lesson's time.
 """
 from __future__ import annotations
 
@@ -37,7 +41,7 @@ def memory_table(lengths: list[int]) -> None:
     import torch
 
     from course.memory import naive_column_attention
-    from course.tiled_memory import measure_call
+    from course.lessons.lesson09.memory import measure_call
     from solutions.tiled import tiled_attention
 
     torch.set_num_threads(min(2, torch.get_num_threads()))
@@ -61,7 +65,7 @@ def time_table(lengths: list[int], repeats: int = 3) -> None:
 
     from course.measure import best_time
     from course.memory import naive_column_attention
-    from course.tiled_memory import make_tensors
+    from course.lessons.lesson09.memory import make_tensors
     from solutions.tiled import tiled_attention
 
     torch.set_num_threads(min(2, torch.get_num_threads()))
@@ -91,14 +95,39 @@ def notebook_time() -> None:
           f"{time.perf_counter() - start:.1f} s wall, {cpu:.1f} CPU seconds")
 
 
+def record_sweep(repeats: int) -> None:
+    from course.lessons.lesson09 import speed
+    from course.memory import naive_column_attention
+    from solutions.tiled import tiled_attention_forward
+
+    record = speed.sweep(naive_column_attention,
+                         lambda q, k, v, b: tiled_attention_forward(q, k, v, block_q=b, block_k=b),
+                         repeats=repeats)
+    speed.save(record)
+    print(f"written to {speed.SWEEP_FILE}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lengths", type=int, nargs="+", default=[256, 512, 1024, 2048])
     parser.add_argument("--time-lengths", type=int, nargs="*", default=[256, 512],
                         help="L for the speed table (none: no speed table)")
     parser.add_argument("--no-notebook", action="store_true", help="no notebook run")
+    parser.add_argument("--record-sweep", action="store_true",
+                        help="only the cache sweep, written to data/lesson09/cache_sweep.json")
+    parser.add_argument("--repeats", type=int, default=5, help="timings per point of the sweep")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads for the sweep (default 1: on a shared machine, more "
+                             "threads than free cores make every small operation wait)")
     args = parser.parse_args()
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if args.record_sweep:
+        import torch
+
+        torch.set_num_threads(args.threads)
+        record_sweep(args.repeats)
+        print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        return 0
     memory_table(args.lengths)
     if args.time_lengths:
         time_table(args.time_lengths)

@@ -2,11 +2,13 @@
 
     .venv/bin/python scripts/record_gpu_run09.py --source "who ran it, on what machine"
 
-Runs the lesson's GPU cell (course.tiled_gpu.measure with the solutions' tiled attention: naive,
-tiled and SDPA attention on (B, H, L, c) = (1, 8, L, 64) float32, L doubled from 1,024 until out
-of memory or the time budget, in inference and in training), prints the table and appends the
-record to data/lesson09/gpu_runs.json. Then rebuild the lesson (`make notebooks NB=09`), add a
-line on the card to data/README.md, and commit the three.
+Runs the lesson's GPU cell (course.lessons.lesson09.gpu.measure with the solutions' tiled
+attention): naive, tiled and SDPA attention on (B, H, L, c) = (1, 8, L, 64), in float32 (SDPA on
+its memory-efficient kernel, named with sdpa_kernel: CUDA's FlashAttention kernel takes no
+float32) and in bfloat16 (SDPA on its FlashAttention kernel), L doubled from 1,024 until out of
+memory or the time budget, in inference and in training. Prints the table and appends the record,
+with the kernel each dtype ran on, to data/lesson09/gpu_runs.json. Then rebuild the lesson
+(`make notebooks NB=09`), add a line on the card to data/README.md, and commit the three.
 """
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # run as a script from anywhere
 
-from course import tiled_gpu  # noqa: E402
+from course.lessons.lesson09 import gpu as tiled_gpu  # noqa: E402
 from solutions.tiled import tiled_attention  # noqa: E402
 
 

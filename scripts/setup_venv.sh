@@ -22,6 +22,9 @@
 #                                        gave the course's packages; pip adds the two test-only ones
 #                                        that environment.yml leaves out, at requirements.txt's pins
 #   SETUP_DRY_RUN=1                      print the commands instead of running them (for tests)
+#
+# A download that fails (an index that cannot be reached, a certificate refused) stops the set-up
+# with the installer's own error, then one line in the course's words that says what to try.
 set -euo pipefail
 venv=${1:-.venv}
 py=${PYTHON:-python3}
@@ -29,6 +32,7 @@ torch_flavour=${TORCH:-}
 installer=${INSTALLER:-}
 cpu_index=${TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}
 dry=${SETUP_DRY_RUN:-}
+configured_index=  # the index pip's configuration names, where uv is given it
 # the Pythons that PyTorch 2.13 has wheels for; `make lock` pins every package for each of them
 min_python=3.10
 max_python=3.14
@@ -76,8 +80,47 @@ if [ ! -x "$venv/bin/python" ]; then
     echo "'$py -m venv' is not available. On Debian/Ubuntu: apt-get install python3-venv" >&2; exit 1
   fi
 fi
-# pip warns once per package about this machine's empty extra indexes; keep the log readable
-quiet_pip() { run "$venv/bin/pip" install --quiet "$@" 2> >(grep -v 'is ignored: it is neither' >&2); }
+# what an installer says when it cannot reach an index (uv's words, then pip's)
+unreachable='Failed to fetch|error sending request|dns error|failed to lookup address|tcp connect error|Connection refused|timed out|Network is unreachable|No route to host|NewConnectionError|Failed to establish a new connection|Name or service not known|Temporary failure in name resolution|ConnectTimeout|ProxyError|Max retries exceeded|Could not fetch URL'
+refused_certificate='certificate verify failed|invalid peer certificate|UnknownIssuer|CERTIFICATE_VERIFY_FAILED|self.signed certificate'
+# The one line that explains a failed download ($1: the installer's error output; $2: what it
+# fetched: "torch-cpu" from PyTorch's CPU-only index, "packages" from the package index)
+explain_download() {
+  local index=${configured_index:-"PyPI, or the index pip is configured with"}
+  [ "$2" = torch-cpu ] && index=$cpu_index
+  if grep -qiE "$refused_certificate" "$1"; then
+    echo "The set-up stopped: the certificate of $index was refused (a proxy that inspects HTTPS?). Give pip the certificate to trust (pip config set global.cert FILE; uv is given it too), or use INSTALLER=pip." >&2
+  elif ! grep -qiE "$unreachable" "$1"; then
+    return 0  # not the network: the installer's own message says it
+  elif [ "$2" = torch-cpu ]; then
+    echo "The set-up stopped: PyTorch's CPU-only index ($cpu_index) cannot be reached from here. Try the default index (the same command without TORCH=cpu; on Linux it installs the CUDA build, several GB), a mirror of the CPU-only index (TORCH_CPU_INDEX=its URL), or INSTALLER=pip, which installs with pip's own configuration (proxy, certificates, index)." >&2
+  else
+    echo "The set-up stopped: the package index ($index) cannot be reached from here. Try a mirror (pip config set global.index-url its URL; uv is given pip's settings too), or INSTALLER=pip, which installs with pip's own configuration (proxy, certificates, index)." >&2
+  fi
+}
+# Run an installer ($1: what it fetches, as for explain_download): its errors shown (without the
+# warning pip gives once per package about this machine's empty extra indexes), and if it fails,
+# the line that explains it, then the set-up stops with the installer's exit status
+fetch() {
+  local what=$1 log status=0
+  shift
+  if [ -n "$dry" ]; then run "$@"; return; fi
+  log=$(mktemp)
+  "$@" 2>"$log" || status=$?
+  grep -v 'is ignored: it is neither' "$log" >&2 || true
+  [ "$status" -eq 0 ] || explain_download "$log" "$what"
+  rm -f "$log"
+  [ "$status" -eq 0 ] || exit "$status"
+}
+quiet_pip() {
+  local log status=0
+  if [ -n "$dry" ]; then run "$venv/bin/pip" install --quiet "$@"; return; fi
+  log=$(mktemp)
+  "$venv/bin/pip" install --quiet "$@" 2>"$log" || status=$?
+  grep -v 'is ignored: it is neither' "$log" >&2 || true
+  rm -f "$log"
+  return "$status"
+}
 if [ "$installer" != pip ] && [ -z "$uv" ]; then
   if [ -x "$venv/bin/uv" ]; then
     uv=$venv/bin/uv
@@ -94,7 +137,8 @@ fi
 # config list` reports, the environment (:env:) before the install section before global
 uv_options() {
   local pip_python=$venv/bin/python
-  [ -x "$pip_python" ] || pip_python=$py  # a dry run creates no venv
+  # a dry run creates no venv; a venv may have no pip (made without it): the given Python's pip
+  "$pip_python" -c 'import pip' 2>/dev/null || pip_python=$py
   "$pip_python" - <<'EOF'
 import ast, subprocess, sys
 listed = subprocess.run([sys.executable, "-m", "pip", "config", "list"],
@@ -129,14 +173,17 @@ if [ -n "$uv" ]; then
       ?*) uv_opts+=("$option") ;;
     esac
   done < <(uv_options)
+  for ((i = 0; i + 1 < ${#uv_opts[@]}; i++)); do
+    [ "${uv_opts[i]}" = --index-url ] && configured_index=${uv_opts[i + 1]}
+  done
   # --compile-bytecode: pip compiles what it installs, uv does not by default. Without the
   # bytecode, every process of a read-only grading sandbox compiles torch's modules again (three
   # times the CPU-seconds of a student's check cells; course/grading/bytecode.py)
-  install() { run "$uv" pip install --quiet --compile-bytecode --python "$venv/bin/python" ${uv_opts[@]+"${uv_opts[@]}"} "$@"; }
+  install() { fetch packages "$uv" pip install --quiet --compile-bytecode --python "$venv/bin/python" ${uv_opts[@]+"${uv_opts[@]}"} "$@"; }
   remove() { run "$uv" pip uninstall --quiet --python "$venv/bin/python" "$@"; }
 else
-  quiet_pip --upgrade pip
-  install() { quiet_pip "$@"; }
+  fetch packages "$venv/bin/pip" install --quiet --upgrade pip
+  install() { fetch packages "$venv/bin/pip" install --quiet "$@"; }
   remove() { run "$venv/bin/pip" uninstall --yes --quiet "$@"; }
 fi
 if [ "$torch_flavour" = cpu ]; then
@@ -153,9 +200,9 @@ if [ "$torch_flavour" = cpu ]; then
     for ((i = 0; i < ${#uv_opts[@]}; i++)); do
       if [ "${uv_opts[i]}" = --index-url ]; then i=$((i + 1)); else kept+=("${uv_opts[i]}"); fi
     done
-    run "$uv" pip install --quiet --compile-bytecode --python "$venv/bin/python" ${kept[@]+"${kept[@]}"} --index-url "$cpu_index" "$(pinned torch)"
+    fetch torch-cpu "$uv" pip install --quiet --compile-bytecode --python "$venv/bin/python" ${kept[@]+"${kept[@]}"} --index-url "$cpu_index" "$(pinned torch)"
   else
-    install --index-url "$cpu_index" "$(pinned torch)"
+    fetch torch-cpu "$venv/bin/pip" install --quiet --index-url "$cpu_index" "$(pinned torch)"
   fi
 fi
 install -r requirements.txt

@@ -202,16 +202,43 @@ def jupyterlab(root: Path, timeout: float = 180):
     }
     (state / "config" / "jupyter_lab_config.json").write_text(json.dumps(config))
     argv = [sys.executable, "-m", "jupyterlab", "--no-browser"]
-    with _server(argv, root, env, state, "JupyterLab", port, "/api/status", timeout) as url:
-        yield url
+    with _server(argv, root, env, state, "JupyterLab", port, "/api/status", timeout) as server:
+        yield server.url
+
+
+@dataclass
+class Server:
+    """A server the test started: its address and its process."""
+
+    url: str
+    pid: int
+    log: Path
+
+    def kernels(self) -> list[str]:
+        """The kernels it runs now: its descendant processes that are IPython kernels."""
+        import psutil
+
+        found = []
+        try:
+            children = psutil.Process(self.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            return found
+        for child in children:
+            try:
+                command = child.cmdline()
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+            if "ipykernel_launcher" in command and child.status() != psutil.STATUS_ZOMBIE:
+                found.append(" ".join(command))
+        return found
 
 
 @contextmanager
 def _server(argv, cwd, env, state: Path, name: str, port: int, probe: str | None,
             timeout: float):
     """Start a server in its own process group, wait until it answers on 127.0.0.1:port (HTTP
-    200 at `probe`, or any connection when probe is None), yield its URL; stop it and remove
-    `state` afterwards. Its log is state/server.log, quoted when it fails to start."""
+    200 at `probe`, or any connection when probe is None), yield it (a Server); stop it and
+    remove `state` afterwards. Its log is state/server.log, quoted when it fails to start."""
     log = open(state / "server.log", "w")
     process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
                                start_new_session=True)
@@ -237,7 +264,7 @@ def _server(argv, cwd, env, state: Path, name: str, port: int, probe: str | None
                 raise RuntimeError(f"{name} did not answer on {url} within {timeout:.0f} s:\n"
                                    + (state / "server.log").read_text()[-4000:])
             time.sleep(0.3)
-        yield url
+        yield Server(url, process.pid, state / "server.log")
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGTERM)  # the group we started: server and kernels
@@ -252,19 +279,31 @@ def _server(argv, cwd, env, state: Path, name: str, port: int, probe: str | None
 
 @contextmanager
 def voila(notebook: Path, timeout: float = 180):
-    """Voilà on 127.0.0.1 serving one notebook (as `make playground` does); yields its URL."""
+    """Voilà on 127.0.0.1 serving one notebook, as `make playground` does; yields its URL."""
+    with voila_server(notebook, timeout) as server:
+        yield server.url
+
+
+@contextmanager
+def voila_server(notebook: Path, timeout: float = 180):
+    """Voilà serving one notebook with the command `make playground` runs
+    (course.playground.voila_command); yields the Server, which counts its kernels."""
+    from course.playground import voila_command
+
+    notebook = Path(notebook).resolve()
+    course = next(p for p in notebook.parents if (p / "course" / "playground_server.py").exists())
     state = Path(tempfile.mkdtemp(prefix="course-voila-"))
     for sub in ("config", "data", "runtime", "ipython"):
         (state / sub).mkdir()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    env.update(JUPYTER_CONFIG_DIR=str(state / "config"), JUPYTER_DATA_DIR=str(state / "data"),
-               JUPYTER_RUNTIME_DIR=str(state / "runtime"), IPYTHONDIR=str(state / "ipython"),
-               PYTHONUNBUFFERED="1")
+    # the served copy's own course (as its Makefile sets it), never the one running the test
+    env.update(PYTHONPATH=str(course), JUPYTER_CONFIG_DIR=str(state / "config"),
+               JUPYTER_DATA_DIR=str(state / "data"), JUPYTER_RUNTIME_DIR=str(state / "runtime"),
+               IPYTHONDIR=str(state / "ipython"), PYTHONUNBUFFERED="1")
     port = free_port()
-    argv = [sys.executable, "-m", "voila", str(notebook), f"--port={port}", "--Voila.ip=127.0.0.1",
-            "--no-browser", "--VoilaConfiguration.show_tracebacks=True"]
-    with _server(argv, Path(notebook).parent, env, state, "Voilà", port, None, timeout) as url:
-        yield url
+    argv = voila_command(notebook, port, browser=False) + ["--VoilaConfiguration.show_tracebacks=True"]
+    with _server(argv, notebook.parent, env, state, "Voilà", port, None, timeout) as server:
+        yield server
 
 
 # -------------------------------------------------------------------------------------- browser
@@ -710,6 +749,27 @@ def exercise_page(browser, url: str, expected: int, name: str = "playground",
         result.seconds = time.perf_counter() - start
         page.close()
     return result
+
+
+def open_and_leave(browser, url: str, expected: int, leave: str = "close",
+                   load_timeout: float = 300) -> float:
+    """Open a Voilà page, wait until its `expected` widgets are drawn, then leave it: "close" the
+    tab, or "navigate" away from it (as a reload or a link does). The seconds it took."""
+    start = time.perf_counter()
+    page = browser.new_page(viewport={"width": 1280, "height": 900}, device_scale_factor=1)
+    try:
+        page.goto(url, wait_until="domcontentloaded", timeout=int(load_timeout * 1000))
+        roots = page.locator(".jp-OutputArea-output:has(> .jupyter-widgets)")
+        deadline = time.monotonic() + load_timeout
+        while roots.count() < expected and time.monotonic() < deadline:
+            time.sleep(0.5)
+        if roots.count() < expected:
+            raise RuntimeError(f"{roots.count()} of {expected} widgets drawn in {load_timeout:.0f} s")
+        if leave == "navigate":
+            page.goto("about:blank")
+    finally:
+        page.close()
+    return time.perf_counter() - start
 
 
 def run(root: Path, notebooks: list[str], screenshots: Path | None = None, log=print,

@@ -12,6 +12,10 @@ import resource
 
 import pytest
 
+# `make check` leaves a warm process for the next run (course/check_server.py): a test's runs are
+# no student's session, so none outlives them (tests/test_progress.py starts and stops its own)
+os.environ.setdefault("COURSE_CHECK_SERVER", "0")
+
 if os.environ.get("PYTEST_XDIST_WORKER"):
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(name, "1")

@@ -28,7 +28,9 @@ WRONG_GRADIENT = "the output is right but the gradient"
 
 # classes of bug with mutants across exercises, each caught by a derived case or a hint of its
 # own (course/checks/kinds.py, course/checks/hints.py): at least 3 mutants each
-KINDS = ("dtype", "device", "no_grad", "gradients", "sizes", "large scores", ".T", "evidence")
+KINDS = ("dtype", "device", "no_grad", "gradients", "sizes", "large scores", ".T", "evidence",
+         "bfloat16", "randomness", "none return", "missing gradient", "mask polarity",
+         "nan evidence", "diagnosis")
 
 
 @dataclass(frozen=True)

@@ -154,6 +154,7 @@ def tree(out: Path) -> dict[str, object]:
             data = json.loads(path.read_text(encoding="utf-8"))
             data.pop("seconds")
             data.pop("mac", None)  # it covers the seconds too
+            data.pop("class_id", None)  # each OUT is a class of its own (a merge's too)
             found[relative] = data
         else:
             found[relative] = TIMING.sub("Graded in N s", path.read_text(encoding="utf-8"))

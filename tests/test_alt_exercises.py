@@ -17,7 +17,8 @@ from course.workspace import solutions_workspace
 from tests.notebook_runs import NOTEBOOKS, run_nbval
 
 ALT = ROOT / "tests" / "alt_exercises"
-LESSONS = ("00", "01", "02", "03", "04", "05", "06", "07", "09")
+# every lesson but 08 (its exercise, the G1 gate, has no alternative file)
+LESSONS = tuple(p.name[:2] for p in NOTEBOOKS if p.name[:2] != "08")
 PACKAGE = "alt_exercises_under_test"
 
 

@@ -157,14 +157,20 @@ def test_lesson_widgets_redraw_when_their_controls_move(served, name, tmp_path):
     assert not failures, "\n".join(failures)
 
 
-def test_the_playground_page_every_control_redraws(served, tmp_path):
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    """A fresh handout: untouched stubs, no solutions/, as a self-learner gets it."""
+    from course.handout import build
+
+    return build(tmp_path_factory.mktemp("handout") / "release")
+
+
+def test_the_playground_page_every_control_redraws(served, release, tmp_path):
     """`make playground` as a self-learner meets it: Voilà serving a fresh handout (untouched
     stubs, no solutions/), every widget of the course on the page, every control moved."""
-    from course.handout import build
     from course.widgets.playground import entries
 
     chromium, _lab = served  # one playwright per process: reuse this file's chromium
-    release = build(tmp_path / "release")
     expected = len(entries())
     with browser.voila(release / "notebooks" / "playground.ipynb") as url:
         result = browser.exercise_page(chromium, url, expected, screenshots=tmp_path / "shots")
@@ -175,6 +181,36 @@ def test_the_playground_page_every_control_redraws(served, tmp_path):
         assert Path(widget.screenshot).stat().st_size > 2000, "empty screenshot"
     failures = result.failures()
     assert not failures, "\n".join(failures)
+
+
+def test_the_playground_frees_the_kernel_of_every_page_it_served(served, release):
+    """Ten times: the playground page opened, drawn, then left, by closing the tab (whose
+    shutdown request may never leave) or by navigating away (a reload: the page's own shutdown
+    request). Each kernel holds torch (about 0.5 GB): at most one may be left, counted among
+    the server's processes once a closed page's grace period has passed."""
+    from course.playground_server import DISCONNECT_GRACE
+    from course.widgets.playground import entries
+
+    chromium, _lab = served
+    expected, counts, seconds = len(entries()), [], []
+    with browser.voila_server(release / "notebooks" / "playground.ipynb") as server:
+        for cycle in range(10):
+            seconds.append(browser.open_and_leave(chromium, server.url, expected,
+                                                  leave="navigate" if cycle % 2 else "close"))
+            counts.append(len(server.kernels()))
+        deadline = time.monotonic() + DISCONNECT_GRACE + 30
+        while server.kernels() and time.monotonic() < deadline:
+            time.sleep(1)
+        left = server.kernels()
+        log = server.log.read_text()
+    refused = [line for line in log.splitlines() if "403 POST" in line and "shutdown" in line]
+    after_grace = log.count("no page connected for")
+    print(f"kernels after each of the ten cycles: {counts}; left after "
+          f"{DISCONNECT_GRACE:.0f} s: {len(left)}; freed by the page's shutdown request: "
+          f"{log.count('Kernel shutdown:') - after_grace}, by the grace period: {after_grace}; "
+          f"a cycle took {min(seconds):.1f}-{max(seconds):.1f} s")
+    assert not refused, refused  # the page's own shutdown request is accepted
+    assert len(left) <= 1, left
 
 
 def test_a_broken_callback_fails_the_browser_test(served):

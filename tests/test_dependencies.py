@@ -50,9 +50,13 @@ BLOCKS = _blocks()
 
 
 def _owners(path: str, lesson: str, qualname: str) -> set[str]:
+    """The checks whose exercise a block belongs to: its function or class, or the class that a
+    given function of the same name wraps (lesson 09's tiled_attention calls TiledAttention)."""
     module = Path(path).stem
+    owner = qualname.split(".")[0]
     return {c.id for c in all_checks().values() if c.lesson == lesson and c.module == module
-            and (qualname == c.attribute or qualname.startswith(c.attribute + "."))}
+            and (qualname == c.attribute or qualname.startswith(c.attribute + ".")
+                 or owner.lower() == c.attribute.replace("_", "").lower())}
 
 
 def _run_blocks(check) -> set[tuple[str, int]]:

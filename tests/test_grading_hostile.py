@@ -22,9 +22,10 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 from course import ROOT
-from course.grading.names import shown
+from course.grading.names import md_text, shown
 from course.handout import build as build_handout
 from tests.hostile.classroom import (CLASS_FILES, COLUMNS, CSV_NAMES, EXPECTED, FAKE_LINE, LATIN1,
                                      LESSONS, TMP_MIB, build_class, course_checkout)
@@ -124,7 +125,7 @@ def test_names_cannot_collide_or_inject(hostile):
     assert len(set(names)) == len(names) == len(EXPECTED)
     assert len({n.casefold() for n in names}) == len(names)
     for student, record in records.items():  # each report, record and raw folder is its own
-        assert _report(hostile, student).startswith(f"# {shown(student)}: ")
+        assert _report(hostile, student).startswith(f"# {md_text(student)}: ")
         assert (out / "raw" / record["report_name"]).is_dir()
     assert sorted(p.name for p in (out / "raw").iterdir()) == sorted(names)
     book = (out / "gradebook.csv").read_text(encoding="utf-8")
@@ -253,7 +254,7 @@ def test_a_name_that_is_no_utf8_is_one_row(hostile):
     record = hostile["records"][LATIN1]
     assert record["report_name"] == "caf_~dafd66c0b989"
     report = _report(hostile, LATIN1)
-    assert report.startswith("# caf\\xe9: 8 / 8 points")
+    assert report.startswith("# caf\\\\xe9: 8 / 8 points")  # the backslash escaped in Markdown
     assert "exercises/r\\xe9sum\\xe9.py (not a module name)" in report
     assert "exercises/__init__.py (the course's own is used)" in report
     assert "caf\\xe9,ok,8,8," in (hostile["out"] / "gradebook.csv").read_text(encoding="utf-8")
@@ -296,3 +297,353 @@ def test_merge_verifies_what_a_shard_says(hostile, tmp_path):
     with pytest.raises(MergeError, match="perfect.json .its report name is not its folder's"):
         merge([part], tmp_path / "merged")
     assert not (tmp_path / "X.json").exists() and not (tmp_path / "X.md").exists()
+
+
+# --------------------------------------------------- the seed's full strength (no grading run)
+
+SEEDS = (738105292638472651, 2**62 - 12345, 4242424242)
+
+
+def _plain(value):
+    """A draw as plain data: tensors as shape, dtype and values (meta tensors: no values)."""
+    if isinstance(value, torch.Tensor):
+        return (tuple(value.shape), str(value.dtype), None if value.is_meta else value.tolist())
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def _same_cases(first: list[dict], second: list[dict]) -> bool:
+    return _plain(first) == _plain(second)
+
+
+def test_every_bit_of_the_seed_changes_every_checks_hidden_cases():
+    """The hidden cases had 32 bits of the seed: (seed * 1000003 + crc32(id)) mod 2**63, of
+    which torch's generator keeps the low 32 bits, so seeds 2**32 apart drew the same cases
+    (and 2**30 of the 62-bit seeds the grader draws drew the public ones)."""
+    from course.checks import all_checks
+    from course.grading.hidden import confirm as hidden
+
+    first, second = torch.Generator().manual_seed(5), torch.Generator().manual_seed(5 + 2**32)
+    assert torch.equal(torch.randn(4, generator=first), torch.randn(4, generator=second))
+    checks = all_checks()
+    for seed in SEEDS:
+        derived = {c: hidden.generator_seed(seed, c) for c in checks}
+        for bit in range(63):
+            flipped = seed ^ (1 << bit)
+            assert all(hidden.generator_seed(flipped, c) != derived[c] for c in checks), (seed, bit)
+    drawn = {c: hidden.draw_cases(check, SEEDS[0]) for c, check in checks.items()}
+    for bit in (0, 31, 32, 61):  # the bits the old derivation dropped, and the top ones
+        for c, check in checks.items():
+            assert not _same_cases(drawn[c], hidden.draw_cases(check, SEEDS[0] ^ (1 << bit))), (c, bit)
+
+
+def test_no_seed_the_grader_accepts_draws_the_public_cases(monkeypatch):
+    """The public rehearsal's cases ship with the course; a seed whose generators meet theirs is
+    refused (shown with the hash cut to 8 bits, where such a seed is found at once)."""
+    from course.checks import all_checks
+    from course.confirm.public import PUBLIC_SEED, load
+    from course.grading.hidden import confirm as hidden
+    from course.grading.outdir import OutError, check_seed
+
+    checks, public = all_checks(), {e["id"]: e["cases"] for e in load()}
+    assert all(_same_cases(hidden.draw_cases(checks[c], PUBLIC_SEED), cases)  # the comparison
+               for c, cases in public.items())
+    for seed in (PUBLIC_SEED + 2**32, PUBLIC_SEED + 2**40, *SEEDS):  # the first two drew them
+        check_seed(seed)
+        for c, cases in public.items():
+            assert not _same_cases(hidden.draw_cases(checks[c], seed), cases), (seed, c)
+    with pytest.raises(OutError, match="no secret"):
+        check_seed(PUBLIC_SEED)
+    real = hidden.generator_seed
+    monkeypatch.setattr(hidden, "generator_seed", lambda seed, check: real(seed, check) & 0xFF)
+    colliding = next(s for s in range(10_000) if hidden.public_collisions(s))
+    with pytest.raises(OutError, match=r"no secret: it draws the hidden cases of \S+"):
+        check_seed(colliding)
+
+
+# ----------------------------------- a class graded on one job slot (tests/hostile/kernel.py)
+
+def _grade(subs: Path, out: Path, *extra: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "course.grading", "--submissions", str(subs), "--out", str(out),
+         *extra], cwd=cwd, env={**os.environ, "PYTHONPATH": str(cwd)}, capture_output=True,
+        text=True, timeout=1800)
+
+
+def _rows(out: Path) -> dict[str, tuple[str, int]]:
+    with open(out / "gradebook.csv", newline="", encoding="utf-8") as handle:
+        return {r["student"]: (r["status"], int(float(r["total"]))) for r in csv.DictReader(handle)}
+
+
+@pytest.fixture(scope="module")
+def slot_class(tmp_path_factory):
+    """Graded one student at a time: every sandbox on one job slot (as root: one uid)."""
+    from tests.hostile import kernel
+
+    base = tmp_path_factory.mktemp("slot-class")
+    subs, out, work = base / "class" / "collected", base / "class" / "grades", base / "work"
+    work.mkdir()
+    kernel.build(subs)
+    roster = base / "class" / "roster.csv"
+    roster.write_text("folder,lms_id,email,name\nada,4211,ada@example.edu,Ada\n"
+                      "b_replay,4212,b@example.edu,Bea\n")
+    seed = base / "class" / "seed"
+    seed.write_text("738105292638472651\n")
+    seed.chmod(0o600)
+    options = ["--jobs", "1", "--lessons", "00", "--memory-limit", str(kernel.MEMORY_MIB),
+               "--tmp-limit", str(kernel.TMP_MIB), "--workdir", str(work), "--seed-file",
+               str(seed)]
+    start = time.perf_counter()
+    done = _grade(subs, out, *options, "--roster", str(roster))
+    print(done.stdout[-4000:], done.stderr[-3000:])
+    print(f"slot class of {len(kernel.EXPECTED)} graded in {time.perf_counter() - start:.0f} s")
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    records = {json.loads(p.read_text(encoding="utf-8"))["student"]: json.loads(
+        p.read_text(encoding="utf-8")) for p in (out / "students").glob("*.json")}
+    yield {"subs": subs, "out": out, "work": work, "seed": seed, "roster": roster,
+           "records": records, "options": options, "stderr": done.stderr, "kernel": kernel}
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def _raw(found, student: str, name: str = "sandbox-output.txt") -> str:
+    folder = found["out"] / "raw" / found["records"][student]["report_name"]
+    return (folder / name).read_text(errors="replace")
+
+
+def _said(log: str, tag: str) -> list[dict]:
+    return [json.loads(line[len(tag) + 1:]) for line in log.splitlines() if line.startswith(tag + " ")]
+
+
+def test_slot_class_gradebook(slot_class):
+    assert _rows(slot_class["out"]) == slot_class["kernel"].EXPECTED
+
+
+def test_a_pair_on_one_slot_shares_nothing(slot_class):
+    """A key left in the job slot's uid keyring by one student's sandbox was read by the
+    next student graded on that slot (its payload, and its description in /proc/keys)."""
+    stashed = _said(_raw(slot_class, "a_stash"), "STASH")
+    assert stashed, "the stash ran"
+    for said in stashed:  # the keyring and System V IPC refused, the files private
+        assert said["key"] == said["shm"] == said["msg"] == "Operation not permitted", said
+    found = _said(_raw(slot_class, "b_replay"), "REPLAY")
+    assert found and all(f == found[0] for f in found)
+    assert found[0] == {"/proc/keys": "Permission denied", "keyctl": "Operation not permitted",
+                        "keys": [], "shm": "Operation not permitted",
+                        "msg": "Operation not permitted",
+                        "/dev/shm/pair": "No such file or directory",
+                        "/tmp/pair": "No such file or directory",
+                        "pair": "No such file or directory",
+                        "abstract socket": "Connection refused"}
+    assert slot_class["records"]["b_replay"]["total"] == 0
+
+
+def test_memory_outside_every_limit_is_refused_or_counted(slot_class):
+    """Two students held 3 GiB each under a 1 GiB limit (System V segments and memfds, counted
+    by nothing), and scored."""
+    held = _said(_raw(slot_class, "c_hoards_kernel"), "HOARD")
+    assert held and held[0] == {"memfd": "Operation not permitted",
+                                "sysv": "Operation not permitted",
+                                "shared": "Operation not permitted",
+                                "/dev/zero": "Permission denied"}, held
+    log = _raw(slot_class, "d_hoards_files")
+    assert "the grader stopped the sandbox" in log and "files in memory" in log, log[-2000:]
+    report = (slot_class["out"] / "reports" / "d_hoards_files.md").read_text(encoding="utf-8")
+    assert "status memory-limit" in report and "more memory than its limit" in report
+
+
+def test_a_kill_from_inside_is_reported_as_what_it_is(slot_class):
+    """A process group that killed itself was reported as a CPU timeout and tried again."""
+    record = slot_class["records"]["e_kills_its_group"]
+    assert record["status"] == "crashed"
+    message = record["checks"][0]["message"]
+    assert "killed by SIGKILL, sent from inside its sandbox" in message, message
+    assert "TIMEOUT" not in message and "CPU" not in message
+
+
+def _rendered(text: str):
+    """markdown-it's tokens of `text` (CommonMark, raw HTML on: what an instructor's viewer
+    does), flattened."""
+    from markdown_it import MarkdownIt
+
+    found = []
+
+    def walk(tokens):
+        for token in tokens:
+            found.append(token)
+            walk(token.children or [])
+    walk(MarkdownIt("commonmark").parse(text))
+    return found
+
+
+def _inert(text: str, headings: int) -> list:
+    tokens = _rendered(text)
+    assert not [t for t in tokens if t.type in ("html_block", "html_inline")], text
+    assert not [t for t in tokens if t.type == "link_open"], text
+    assert len([t for t in tokens if t.type == "heading_open"]) == headings, text
+    return tokens
+
+
+def test_student_text_cannot_forge_the_instructors_files(slot_class):
+    """An exception message closed the report's code fence and injected a heading and raw HTML;
+    a folder name with backticks injected HTML into lms/summary.md and the hand-back README."""
+    from course.grading.handback import build as handback
+
+    kernel = slot_class["kernel"]
+    name = slot_class["records"][kernel.FORGER]["report_name"]
+    report = (slot_class["out"] / "reports" / f"{name}.md").read_text(encoding="utf-8")
+    tokens = _inert(report, headings=2)  # the student's heading, "Lesson 00"
+    texts = "".join(t.content for t in tokens if t.type in ("text", "code_inline"))
+    assert kernel.FORGER in texts and kernel.FORGED_FILE in texts
+    fences = [t.content for t in tokens if t.type == "fence"]
+    assert any(kernel.FORGED_MESSAGE.strip("`\n") in fence for fence in fences), fences
+    summary = (slot_class["out"] / "lms" / "summary.md").read_text(encoding="utf-8")
+    assert kernel.FORGER in "".join(t.content for t in _inert(summary, headings=6)
+                                    if t.type == "code_inline")
+    handback(slot_class["out"])
+    readme = (slot_class["out"] / "handback" / "README.md").read_text(encoding="utf-8")
+    assert kernel.FORGER in "".join(t.content for t in _inert(readme, headings=2)
+                                    if t.type == "code_inline")
+
+
+def _sign(out: Path, record: dict, **changes) -> dict:
+    """`record` changed and signed with OUT's seed, as the grader signs: what a record of another
+    class (or one planted by someone who has the seed file) looks like."""
+    from course.grading import records as rec
+
+    return rec.signed({**record, **changes}, rec.out_key(out))
+
+
+def test_records_belong_to_one_class_and_one_submission(slot_class, tmp_path):
+    """Resume took a record of another class graded with the same seed, a record of a student
+    with no folder and a record older than the student's files, and an edited class.json (its
+    limits gone) was taken over and signed again; an edited roster sent grades to the wrong
+    students. Each is refused with a line, and the class is graded to the end."""
+    from course.grading import records as rec
+
+    subs, out = tmp_path / "collected", tmp_path / "grades"
+    for name in ("ada", "a_stash", "b_replay"):  # the other four: graded from another folder
+        shutil.copytree(slot_class["subs"] / name, subs / name)  # (as a late student may be)
+    shutil.copytree(slot_class["out"], out)
+    students = out / "students"
+    honest = json.loads((students / "b_replay.json").read_text(encoding="utf-8"))
+    other_class = _sign(out, honest, class_id="0" * 32, total=1.0, status="ok",
+                        checks=[{**honest["checks"][0], "earned": 1.0, "passed": True}])
+    (students / "b_replay.json").write_text(rec.dumps(other_class), encoding="utf-8")
+    (students / "ghost.json").write_text(rec.dumps(_sign(
+        out, json.loads((students / "ada.json").read_text(encoding="utf-8")), student="ghost",
+        report_name="ghost")), encoding="utf-8")
+    with open(subs / "a_stash" / "exercises" / "warmup.py", "a") as handle:
+        handle.write("\n# handed in again\n")
+    roster = out / "roster.csv"
+    roster.write_text(roster.read_text().replace("4211", "X").replace("4212", "4211")
+                      .replace("X", "4212"))
+    done = _grade(subs, out, "--jobs", "1")  # as OUT's class was graded: its lessons, limits
+    assert done.returncode == 0, done.stderr[-3000:]
+    said = done.stderr
+    assert "b_replay.json left out: it belongs to another class" in said
+    assert "students/ghost.json left out: no folder 'ghost' in SUBMISSIONS or in any run" in said
+    assert "regrading 1 student(s) whose files changed since they were graded: a_stash" in said
+    assert said.count("left out") == 2  # the class's other students are kept
+    assert "roster.csv is not used: it is not the roster the grader stored" in said
+    assert _rows(out) == slot_class["kernel"].EXPECTED
+    assert not (out / "lms").exists()
+    edited = json.loads((out / rec.CLASS_FILE).read_text(encoding="utf-8"))
+    old_id = edited["class_id"]
+    edited["settings"].update(cell_timeout=99999, memory_mib=0, cpu_seconds=99999)
+    (out / rec.CLASS_FILE).write_text(json.dumps(edited), encoding="utf-8")
+    done = _grade(subs, out, "--jobs", "1", "--lessons", "00")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "class.json fails its MAC" in done.stderr and "graded again, as a new class" in done.stderr
+    info = rec.load_class(out)  # nothing taken from the edited one: the defaults
+    assert info.class_id != old_id and info.settings["memory_mib"] == 4096
+    assert info.settings["cell_timeout"] == 60  # its records: of no class OUT holds now
+    assert _rows(out) == {"a_stash": ("ok", 1), "ada": ("ok", 1), "b_replay": ("ok", 0)}
+
+
+def test_merge_refuses_records_of_another_class_or_of_no_folder(slot_class, tmp_path):
+    from course.grading import records as rec
+    from course.grading.merge import MergeError, merge
+
+    part = tmp_path / "part"
+    shutil.copytree(slot_class["out"], part)
+    students = part / "students"
+    honest = json.loads((students / "ada.json").read_text(encoding="utf-8"))
+    (students / "ada.json").write_text(rec.dumps(_sign(part, honest, class_id="1" * 32)),
+                                       encoding="utf-8")
+    (students / "ghost.json").write_text(rec.dumps(_sign(part, honest, student="ghost",
+                                                         report_name="ghost")), encoding="utf-8")
+    with pytest.raises(MergeError) as refused:
+        merge([part], tmp_path / "merged")
+    assert "ada.json (it belongs to another class" in str(refused.value)
+    assert "ghost.json (a student with no folder in that part's class)" in str(refused.value)
+    assert not (tmp_path / "merged").exists()
+
+
+def test_out_inside_submissions_is_refused_before_the_set_up(slot_class, tmp_path):
+    """OUT inside a student's folder dropped that student silently (exported with 0)."""
+    subs = tmp_path / "collected"
+    shutil.copytree(slot_class["subs"] / "ada", subs / "ada")
+    began = time.perf_counter()
+    done = _grade(subs, subs / "ada" / "grades")
+    assert done.returncode != 0 and time.perf_counter() - began < 60
+    assert "lies inside SUBMISSIONS (in the folder of the student 'ada'" in done.stderr, done.stderr
+    assert not (subs / "ada" / "grades").exists()
+
+
+def test_a_class_committed_into_the_course_is_refused(tmp_path):
+    """`make handout` shipped a class folder committed into the course: its seed, roster and
+    submissions, in every handout, sandbox and image."""
+    from course.handout import ReleaseError, release_files
+
+    course = tmp_path / "course"
+    for name in ("Makefile", "course/__init__.py", "class/seed", "class/roster.csv",
+                 "class/collected/ada/exercises/warmup.py", "data/term/gradebook.csv"):
+        (course / name).parent.mkdir(parents=True, exist_ok=True)
+        (course / name).write_text("x\n")
+    subprocess.run(["git", "init", "-q", str(course)], check=True)
+    subprocess.run(["git", "-C", str(course), "add", "-A"], check=True)
+    with pytest.raises(ReleaseError) as refused:
+        release_files(course)
+    said = str(refused.value)
+    assert "class/collected/ada/exercises/warmup.py" in said and "class/seed" in said
+    assert "data/term/gradebook.csv" in said and "git rm -r --cached class data/term/gradebook.csv" in said
+    with pytest.raises(ReleaseError):
+        build_handout(tmp_path / "handout", source=course)
+    assert not (tmp_path / "handout").exists()
+
+
+def test_job_slot_locks_no_other_user_can_hold_or_redirect(tmp_path, monkeypatch, capsys):
+    """The locks lay in the world-writable /run/lock: a user holding them stopped every root
+    grading run with a traceback, and a link there made root create a file of the user's
+    choice."""
+    from course.grading import identity as ids
+    from course.grading import prepare
+
+    if os.geteuid() != 0:
+        pytest.skip("job slots are root's")
+    locks = tmp_path / "locks"
+    block, held = ids.claim_block(locks)  # the folder made root's own, mode 0700
+    assert block == 0 and (locks.stat().st_uid, locks.stat().st_mode & 0o777) == (0, 0o700)
+    victim = tmp_path / "victim"
+    (locks / "attention-course-slots-1.lock").symlink_to(victim)  # never followed
+    monkeypatch.setattr(ids, "BLOCKS", 2)
+    with pytest.raises(ids.SlotsExhausted, match=r"2 grading runs as root hold every block"):
+        ids.claim_block(locks)
+    os.close(held)
+    assert not victim.exists()
+    os.chown(locks, 65534, 65534)  # another user's folder
+    with pytest.raises(OSError, match="is not root's own .owner uid 65534"):
+        ids.claim_block(locks)
+    os.chown(locks, 0, 0)
+    locks.chmod(0o777)
+    with pytest.raises(OSError, match="is not root's own .owner uid 0, mode 777"):
+        ids.claim_block(locks)
+    monkeypatch.setattr(ids, "LOCK_FOLDER", locks)
+    monkeypatch.setattr(ids, "ids_free", lambda: None)
+    work = tmp_path / "work"
+    work.mkdir()
+    assert prepare.job_slots(work) is None  # graded as root, and said why
+    assert "is not root's own" in capsys.readouterr().err

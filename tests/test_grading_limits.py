@@ -9,6 +9,7 @@ import os
 import pickle
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -47,21 +48,32 @@ for i in items:
         time.sleep(0.8)
     if i == 1 and mode == "flood":
         os.write(2, b"x" * (8 * 1024 * 1024)); out.write("[" * 100000 + "\n" + "y" * (3 << 20) + "\n")
-    if i == 1 and mode == "cpu":
-        os.kill(os.getpid(), signal.SIGXCPU)
+    if i == 1 and mode == "cpu":  # its CPU-time limit (1 s, the grader's _start sets it)
+        while True:
+            pass
+    if i == 1 and mode in ("self-xcpu", "self-kill"):  # what the CPU-time limit sends, from inside
+        os.killpg(0, signal.SIGXCPU if mode == "self-xcpu" else signal.SIGKILL)
     out.write(json.dumps({"done": i, "value": i * 10}) + "\n")
 '''
 
 
-def _start(mode: str):
+def _start(mode: str, cpu_limit: int = 1):
+    def limit() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_limit, cpu_limit + 2))
+
     def start(rest):
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         proc = subprocess.Popen([sys.executable, "-c", CHILD, mode, ",".join(map(str, rest))],
-                                stdout=out_w, stderr=err_w, start_new_session=True)
+                                stdout=out_w, stderr=err_w, start_new_session=True,
+                                preexec_fn=limit)
         os.close(out_w)
         os.close(err_w)
-        return ExecRunning(proc, out_r, err_r, sandboxed=False)
+        running = ExecRunning(proc, out_r, err_r, sandboxed=False)
+        running.cpu_limit = cpu_limit
+        return running
     return start
 
 
@@ -100,9 +112,23 @@ def test_floods_and_garbage_are_read_capped_and_ignored(tmp_path):
 
 
 def test_a_cpu_limit_death_gets_one_more_try_then_charges_the_item(tmp_path):
-    run, _ = _supervise("cpu", tmp_path, item=20.0, deadline=60.0)
+    run, _ = _supervise("cpu", tmp_path, item=60.0, deadline=150.0)
     assert run.results[1].cpu_limit and run.results[1].exit_code == -signal.SIGXCPU
     assert run.results[2].done["value"] == 20 and run.restarts == 2
+
+
+@pytest.mark.parametrize("mode", ["self-kill", "self-xcpu"])
+def test_a_kill_from_inside_is_no_cpu_limit(mode, tmp_path):
+    """A process group that killed itself with SIGKILL was charged as a CPU timeout, and
+    retried as one: the CPU-time limit's signals count only when the CPU-seconds were used."""
+    from course.grading.visible import died_message
+
+    run, _ = _supervise(mode, tmp_path, item=20.0, deadline=60.0)
+    killed = run.results[1]
+    assert not killed.cpu_limit and killed.exit_code in (-signal.SIGKILL, -signal.SIGXCPU)
+    assert run.results[2].done["value"] == 20 and run.restarts == 1  # no second try
+    assert died_message(killed.exit_code).startswith(
+        f"the process was killed by {signal.Signals(-killed.exit_code).name}, sent from inside")
 
 
 # --------------------------------------------------------------- results are untrusted data
@@ -402,6 +428,35 @@ def as_job_slots():
         shutil.rmtree(work, ignore_errors=True)
 
 
+@needs_bwrap
+@pytest.mark.parametrize("how", ["exec", "fork"])
+def test_a_job_slot_reaches_its_result_files_whatever_the_umask(how, request):
+    """Under a umask of 077 (an instructor's, or make collect's in the same process) the
+    folders of a student's result files were root's alone: as root, every hidden run failed to
+    start ("bubblewrap did not start its sandbox") and every honest student lost its points."""
+    from course.grading.sandbox import Layout, Limits, Sandbox, interpreter
+
+    server = request.getfixturevalue("fork_server") if how == "fork" else None
+    work = request.getfixturevalue("as_job_slots")
+    (work / "bin").mkdir()
+    (work / "bin" / "write.py").write_text("open('/results/0.pt', 'w').write('written')\n")
+    (work / "bin").chmod(0o755)
+    old = os.umask(0o077)
+    try:
+        result = work / "s0000" / "results" / "0.pt"
+        result.parent.mkdir(parents=True)
+        result.touch()
+        box = Sandbox(Layout(tmpfs={"/tmp": 8 << 20, "/results": 1 << 20},
+                             ro={"/probe": work / "bin"}, rw={"/results/0.pt": result}),
+                      server=server)
+        proc = box.start([interpreter(), "/probe/write.py"], Limits())
+        _output(proc)
+    finally:
+        os.umask(old)
+    assert proc.poll() == 0 and result.read_text() == "written"
+    assert stat.S_IMODE((work / "s0000").stat().st_mode) & 0o007 == 0  # nothing for others
+
+
 FORKS = ("import json, os, time\nforked, error = 0, None\nfor _ in range(100):\n    try:\n"
          "        pid = os.fork()\n    except OSError as err:\n        error = err.strerror\n"
          "        break\n    if pid == 0:\n        time.sleep(2)\n        os._exit(0)\n"
@@ -454,6 +509,144 @@ def test_dev_is_read_only_and_shm_small(how, tmp_path, request):
     proc, reports = _sandboxed(tmp_path, server, script)
     assert reports == [{"dev": [0, "Read-only file system"], "shm": [16, "No space left on device"],
                         "userns": -1}]
+
+
+KERNEL_OBJECTS = r"""
+import ctypes, json, mmap, os, platform, sys
+sys.path.insert(0, "/probe")
+libc = ctypes.CDLL(None, use_errno=True)
+numbers = json.loads(sys.argv[1])
+def call(name, *args):
+    done = libc.syscall(ctypes.c_long(numbers[name]), *[ctypes.c_long(a) for a in args])
+    return "allowed" if done >= 0 else os.strerror(ctypes.get_errno())
+def attempt(make):
+    try:
+        make()
+        return "allowed"
+    except OSError as err:
+        return err.strerror
+found = {"add_key": call("add_key", 0, 0, 0, 0, -4), "keyctl": call("keyctl", 1, 0),
+         "request_key": call("request_key", 0, 0, 0, 0), "shmget": call("shmget", 0, 4096, 0o600),
+         "msgget": call("msgget", 0, 0o600), "semget": call("semget", 0, 1, 0o600),
+         "memfd": attempt(lambda: os.memfd_create("x")),
+         "shared": attempt(lambda: mmap.mmap(-1, 4096, flags=mmap.MAP_SHARED)),
+         "private": attempt(lambda: mmap.mmap(-1, 4096, flags=mmap.MAP_PRIVATE)),
+         "zero": attempt(lambda: os.open("/dev/zero", os.O_RDWR)),
+         "keys": attempt(lambda: open("/proc/keys").read())}
+if platform.machine() == "x86_64":  # i386's add_key by int 0x80, from this 64-bit process
+    code = mmap.mmap(-1, 4096, flags=mmap.MAP_PRIVATE,
+                     prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+    code.write(bytes([0xB8, 0x1E, 0x01, 0, 0, 0xCD, 0x80, 0xC3]))  # mov eax,286; int 0x80; ret
+    found["int 0x80"] = ctypes.CFUNCTYPE(ctypes.c_int)(
+        ctypes.addressof(ctypes.c_char.from_buffer(code)))()
+print(json.dumps(found), flush=True)
+"""
+
+
+@needs_bwrap
+@pytest.mark.parametrize("how", ["exec", "fork"])
+def test_a_sandbox_refuses_what_it_could_share_or_hide(how, tmp_path, request):
+    """Keys of a job slot's uid outlived its sandbox (the next student on the slot read them),
+    and System V segments, memfds and shared mappings held memory no limit counted."""
+    from course.grading import seccomp
+
+    if seccomp.program() is None:
+        pytest.skip(seccomp.problem())
+    server = request.getfixturevalue("fork_server") if how == "fork" else None
+    numbers = seccomp.ABIS[seccomp.host_machine()][1]
+    _, reports = _sandboxed(tmp_path, server, KERNEL_OBJECTS.replace(
+        "json.loads(sys.argv[1])", repr(numbers)))
+    refused = "Operation not permitted"
+    expected = {"add_key": refused, "keyctl": refused, "request_key": refused, "shmget": refused,
+                "msgget": refused, "semget": refused, "memfd": refused, "shared": refused,
+                "private": "allowed", "zero": "Permission denied", "keys": "Permission denied"}
+    if seccomp.host_machine() == "x86_64":
+        expected["int 0x80"] = -1  # -EPERM: another ABI's calls are all refused
+    assert reports == [expected]
+
+
+def test_each_sandbox_leaves_the_graders_session_keyring():
+    """A sandbox inherited the grader's session keyring (as a normal user: the user's keys)."""
+    from course.grading import seccomp
+
+    number = seccomp.keyctl_number()
+    if number is None or not os.path.exists("/proc/keys"):
+        pytest.skip("no keyrings here")
+    script = ("import ctypes, sys\nsys.path.insert(0, sys.argv[1])\n"
+              "from course.grading import seccomp\nlibc = ctypes.CDLL(None)\n"
+              f"ring = lambda: libc.syscall(ctypes.c_long({number}), ctypes.c_long(0), "
+              "ctypes.c_long(-3), ctypes.c_long(1))\n"  # KEYCTL_GET_KEYRING_ID of @s
+              "before = ring(); seccomp.new_session_keyring(); print(before, ring())\n")
+    before, after = subprocess.run([sys.executable, "-c", script, str(ROOT)], capture_output=True,
+                                   text=True, check=True).stdout.split()
+    assert int(before) > 0 and int(after) > 0 and before != after
+
+
+@needs_bwrap
+def test_the_watch_counts_a_sandboxs_files_in_memory(tmp_path, fork_server):
+    """/tmp and /dev/shm are memory (tmpfs): with the processes' own, beyond the limit together,
+    the sandbox is stopped as a memory death; under it, not."""
+    from course.grading.sandbox import Layout, Limits, Sandbox, interpreter
+
+    hoard = ("import json, sys, time\nprint(json.dumps({'start': 0}), flush=True)\n"
+             "for n in range(int(sys.argv[1]) // 50):\n"
+             "    open(f'/tmp/f{n}', 'wb').write(b'x' * (50 << 20))\n"
+             "block = bytearray(int(sys.argv[2]) << 20)\nblock[::4096] = b'y' * len(block[::4096])\n"
+             "time.sleep(15)\nprint(json.dumps({'done': 0}), flush=True)\n")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "hoard.py").write_text(hoard)
+    results = {}
+    for files, own in ((700, 0), (700, 250)):
+        box = Sandbox(Layout(tmpfs={"/tmp": 800 << 20}, ro={"/probe": tmp_path / "bin"}),
+                      server=fork_server)
+        run = supervise(lambda rest: box.start([interpreter(), "/probe/hoard.py", str(files),
+                                                str(own)], Limits(memory_mib=1000)),
+                        [0], 90.0, time.monotonic() + 120, tmp_path / f"log{own}.txt")
+        results[own] = (run.results[0], (tmp_path / f"log{own}.txt").read_text())
+    assert results[0][0].done is not None and not results[0][0].memory_limit
+    stopped, log = results[250]
+    assert stopped.memory_limit and stopped.done is None and not stopped.cpu_limit
+    assert "files in memory (/tmp, /dev/shm, ...) 7" in log, log
+
+
+@needs_bwrap
+def test_two_sandboxes_at_once_share_no_socket(tmp_path, fork_server):
+    """An abstract unix socket belongs to a network namespace: each sandbox has its own."""
+    import threading
+
+    from course.grading.sandbox import Layout, Limits, Sandbox, interpreter
+
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "listen.py").write_text(
+        "import socket, time\ns = socket.socket(socket.AF_UNIX)\ns.bind('\\0course-test')\n"
+        "s.listen()\nprint('listening', flush=True)\ntime.sleep(20)\n")
+    (tmp_path / "bin" / "connect.py").write_text(
+        "import socket\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect('\\0course-test')\n"
+        "    print('connected')\nexcept OSError as err:\n    print(err.strerror)\n")
+
+    def box():
+        return Sandbox(Layout(tmpfs={"/tmp": 8 << 20}, ro={"/probe": tmp_path / "bin"}),
+                       server=fork_server)
+
+    listener = box().start([interpreter(), "/probe/listen.py"], Limits())
+    try:
+        assert os.read(listener.out, 100) == b"listening\n"
+        said = []
+        thread = threading.Thread(target=lambda: said.append(_output(box().start(
+            [interpreter(), "/probe/connect.py"], Limits()))))
+        thread.start()
+        thread.join(120)
+        assert said == ["Connection refused\n"]
+    finally:
+        listener.close()
+
+
+def _output(proc) -> str:
+    data = b""
+    while chunk := os.read(proc.out, 1 << 16):
+        data += chunk
+    proc.close()
+    return data.decode()
 
 
 NORMAL_USER = "attention-grader-test"

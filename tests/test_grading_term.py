@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -363,8 +364,13 @@ def test_merge_is_the_union_of_the_parts(tmp_path):
     results = json.loads((out / "results.json").read_text())
     assert results["seconds"] == 9.5 and [s["student"] for s in results["students"]] == \
         ["ada", "bob", "cy", "dee"]
-    # the parts' class.json, with the merge's choice of LMS files (a later run into OUT keeps it)
-    assert rec.load_class(out) == info(settings={**info().settings, "per_lesson": True})
+    # the parts' class.json, with the merge's choice of LMS files (a later run into OUT keeps it),
+    # as a class of its own (a new id, its records signed again), keeping the roster's digest
+    merged = rec.load_class(out)
+    assert merged.class_id and merged.roster_digest == rec.file_digest(out / "roster.csv")
+    assert all(r.class_id == merged.class_id for r in rec.load_students(out).values())
+    assert dataclasses.replace(merged, class_id="", roster_digest="") == info(
+        settings={**info().settings, "per_lesson": True})
     assert (out / "roster.csv").read_bytes() == (DATA / "roster.csv").read_bytes()
     merge(parts[:2], out)  # a merge may replace its own OUT, and only what it wrote
     assert sorted(rec.load_students(out)) == ["ada", "bob", "cy"]
@@ -722,6 +728,7 @@ def test_a_run_into_out_takes_outs_lessons_points_and_limits(tmp_path):
 
     recorded = info(settings={**info().settings, "cell_timeout": 20, "hidden_timeout": 20,
                               "per_lesson": True, "unsafe": True, "jobs": 4})
+    (tmp_path / rec.SEED_FILE).write_text("271828\n")
     rec.save_class(tmp_path, recorded)
     options = Options()
     settings = settle(tmp_path, {}, options)
@@ -734,6 +741,11 @@ def test_a_run_into_out_takes_outs_lessons_points_and_limits(tmp_path):
     assert (settings.cell_timeout, settings.hidden_timeout) == (30.0, 30.0)
     fresh = Options()
     assert settle(tmp_path / "new", {}, fresh).cell_timeout == 60 and fresh.lessons is None
+    edited = json.loads((tmp_path / rec.CLASS_FILE).read_text())  # its limits raised by hand
+    edited["settings"]["cell_timeout"] = edited["settings"]["hidden_timeout"] = 9999
+    (tmp_path / rec.CLASS_FILE).write_text(json.dumps(edited))
+    taken = Options()
+    assert settle(tmp_path, {}, taken).cell_timeout == 60 and taken.lessons is None
     import tomllib
 
     assert tomllib.loads(points_toml(POINTS))["points"] == POINTS

@@ -93,8 +93,8 @@ def test_a_failing_check_speaks_chinese_and_keeps_its_id_and_words(chinese):
     assert lines[0] == "FAIL 01.scaled_scores, case '原始笔记的例子 q=[1,0]，键 [1,0]、[0,1]':"
     assert "  提示：这些分数相当于完全没有缩放：应除以 sqrt(c) = sqrt(2)，其中 c = q.shape[-1]" \
            "（通道数，不是序列长度）" in lines
-    assert "  10 个用例中有 9 个失败：'原始笔记的例子 q=[1,0]，键 [1,0]、[0,1]'、'3 个查询、5 个键，" \
-           "c=4：形状 (3, 5)'、'缩放探针：q = k = ones(16)，分数 16/sqrt(16) = 4'，还有 6 个" \
+    assert "  11 个用例中有 10 个失败：'原始笔记的例子 q=[1,0]，键 [1,0]、[0,1]'、'3 个查询、5 个键，" \
+           "c=4：形状 (3, 5)'、'缩放探针：q = k = ones(16)，分数 16/sqrt(16) = 4'，还有 7 个" \
            in lines
     assert not any("{" in line for line in lines)
 

@@ -128,7 +128,8 @@ def test_paper_comparison_has_every_claim_for_every_case():
     rows = analysis.paper_rows(runs, [("bb", "paper", "gpt2", "bb")])
     # the claims, the input-independent gate, massive activations two ways, sparsity, two by algebra
     assert len(rows) == len(analysis.PAPER_CLAIMS) + 1 + 2 + 1 + 2
-    assert rows[0][3].startswith("yes") and rows[0][4].endswith("not shown (seeds overlap), p = 0.35")
+    # the GPT-2-style arms tie at 0.2: U = 5.5, and 8 of the 20 splits of the six values reach it
+    assert rows[0][3].startswith("yes") and rows[0][4].endswith("not shown (seeds overlap), p = 0.4")
     assert rows[1][2].endswith("-") and rows[1][3] == "not measured"  # no functional tests here
     massive = {row[0]: row for row in rows}
     assert massive["largest |h| (M-Act)"][2] == "bb 30 -> 30" and massive["largest |h| (M-Act)"][1] == "M-Act 1053 -> 94"

@@ -48,6 +48,38 @@ def test_exact_p_matches_brute_force():
         assert stats.mann_whitney(first, second, "less") == pytest.approx((u, one_sided), abs=1e-12)
 
 
+def _brute_force_with_ties(first, second):
+    """U (ties count one half) and its exact p, two-sided and one-sided ("less"), by listing
+    every split of the pooled values (ties kept) into arms of len(first) and len(second)."""
+    def u_of(a, b):
+        return sum(1.0 if x < y else 0.5 if x == y else 0.0 for x in a for y in b)
+    pooled = [*first, *second]
+    us = []
+    for chosen in itertools.combinations(range(len(pooled)), len(first)):
+        us.append(u_of([pooled[i] for i in chosen], [pooled[i] for i in range(len(pooled)) if i not in chosen]))
+    u = u_of(first, second)
+    lower = sum(v <= u for v in us) / len(us)
+    upper = sum(v >= u for v in us) / len(us)
+    return u, min(1.0, 2 * min(lower, upper)), upper
+
+
+def test_exact_p_with_ties_counts_every_split_of_the_values_there_are():
+    rng = random.Random(9)
+    for _ in range(60):
+        n1, n2 = rng.randint(1, 6), rng.randint(1, 6)
+        first = [rng.choice([0.0, 0.5, 1.0, 1.5]) for _ in range(n1)]  # few values: many ties
+        second = [rng.choice([0.5, 1.0, 1.5, 2.0]) for _ in range(n2)]
+        u, two_sided, one_sided = _brute_force_with_ties(first, second)
+        assert stats.mann_whitney(first, second) == pytest.approx((u, two_sided), abs=1e-12)
+        assert stats.mann_whitney(first, second, "less") == pytest.approx((u, one_sided), abs=1e-12)
+    # the distribution without ties is the same counted either way
+    assert stats.u_counts_with_ties([1.0, 4.0, 5.0], [2.0, 3.0]) == {
+        2 * u: c for u, c in enumerate(stats.u_counts(3, 2))}
+    # [1, 2] against [2, 3]: all 6 splits of 1, 2, 2, 3 give U <= 3.5, two of them U = 3.5, so p = 2 x 2/6
+    # (the distribution without ties would give 2 x 1/6)
+    assert stats.mann_whitney([1.0, 2.0], [2.0, 3.0]) == (3.5, pytest.approx(2 / 3))
+
+
 def test_the_extremes_and_the_smallest_p():
     assert stats.mann_whitney(range(10), range(10, 20)) == (100.0, pytest.approx(2 / 184_756))
     assert stats.mann_whitney(range(10, 20), range(10)) == (0.0, pytest.approx(2 / 184_756))

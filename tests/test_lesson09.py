@@ -1,19 +1,28 @@
 """Lesson 09: tiled attention equals naive attention (float64, 1e-12), its memory is linear and
-predicted to the byte, and the widget, the GPU record format and the sliding window hold."""
+predicted to the byte, the causal tiles compute at most L²/2 + L·block scores, the sliding window
+equals an independent band (and three plausible errors in its given code do not), the widget's
+slider follows the tile count, and the GPU record, the cache sweep and the FlexAttention record
+hold."""
 import math
 
 import pytest
 import torch
 
-from course import tiled_gpu
+from course import ROOT
+
+from course.lessons.lesson09 import flex, speed
+from course.lessons.lesson09 import gpu as tiled_gpu
+from course.lessons.lesson09.costs import attention_flops, count_scores, hbm_traffic
 from course.memory import BlowUp, naive_column_attention
-from course.tiled_memory import (fit_line, fit_need, measure_call, predict_call,
+from course.lessons.lesson09.memory import (fit_line, fit_need, measure_call, predict_call,
                                  score_matrix_bytes, solve_need)
-from course.widgets.lesson09 import L, WINDOW, draw_tiles, tile_order, tile_walk, tiles_explorer
+from course.widgets.lesson09 import (L, WINDOW, draw_tiles, tile_order, tile_walk,
+                                     tiles_explorer, tiles_in_order)
 from solutions.attention import scaled_dot_product_attention
 from solutions.softmax import stable_softmax
-from solutions.tiled import (band_mask, key_blocks, online_softmax, sliding_window_attention,
-                             tile, tiled_attention, tiled_attention_forward)
+from solutions.tiled import (causal_tiled_attention, key_blocks, online_softmax,
+                             sliding_window_attention, tile, tiled_attention,
+                             tiled_attention_forward)
 
 
 def _inputs(seed=0, batch=(2, 3), L_q=37, L_k=29, c=8, c_v=5):
@@ -112,14 +121,95 @@ def test_the_tiled_need_is_linear_from_three_blocks_and_naive_quadratic():
     assert solve_need((0.0, 2.0, 10.0), 30.0) == 10 and solve_need((1.0, 0.0, 0.0), 100.0) == 10
 
 
-def test_sliding_window_skips_tiles_and_equals_the_band_mask():
+def _band_reference(q, k, v, window):
+    """Sliding-window attention from its definition, not from the given code: dense float64
+    attention with the mask |i - j| <= window written out."""
+    i = torch.arange(q.shape[-2])
+    mask = (i[:, None] - i[None, :]).abs() <= window
+    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~mask, -math.inf)
+    return torch.softmax(scores, dim=-1) @ v
+
+
+WINDOWS = [(1, 0, 4), (50, 1, 8), (65, 10, 16), (97, 13, 16), (130, 16, 16), (200, 40, 64),
+           (200, 60, 4), (512, 16, 64)]
+
+
+@pytest.mark.parametrize("L_, window, block", WINDOWS)
+def test_sliding_window_equals_the_band_it_defines(L_, window, block):
+    generator = torch.Generator().manual_seed(L_ + window)
+    q, k, v = (torch.randn(2, L_, 4, generator=generator, dtype=torch.float64) for _ in range(3))
+    out, tiles = sliding_window_attention(q, k, v, window, block)
+    assert (out - _band_reference(q, k, v, window)).abs().max() < 1e-12
+    # the tiles read are the grid's tiles that meet the band, as FlashAttention-2 rounds both ends
+    n = len(key_blocks(L_, block))
+    meets = sum(1 for a in range(n) for b in range(n)
+                if b * block <= min((a + 1) * block, L_) - 1 + window
+                and min((b + 1) * block, L_) - 1 >= a * block - window)
+    assert tiles == meets
+
+
+def test_sliding_window_computes_the_scores_it_counts():
     generator = torch.Generator().manual_seed(2)
+    q, k, v = (torch.randn(1, 512, 5, generator=generator) for _ in range(3))
+    _, tiles = sliding_window_attention(q, k, v, 16, 64)
+    assert count_scores(lambda: sliding_window_attention(q, k, v, 16, 64), 5) == tiles * 64 * 64
+    assert tiles * 64 * 64 <= 512 * (64 + 2 * 64)  # L (B + 2 ceil(w / B) B)
+
+
+# plausible errors in the given sliding-window code: each must fail the independent reference
+BAND_ERRORS = [
+    ("band_mask in tile-local indices",
+     "i = torch.arange(rows.start, rows.stop, device=device)[:, None]",
+     "i = torch.arange(0, rows.stop - rows.start, device=device)[:, None]"),
+    ("the key range not widened to the window on the right",
+     "last = min(-(-(rows.stop + window) // block) * block, L)",
+     "last = min(-(-rows.stop // block) * block, L)"),
+    ("a strict band: |i - j| < window", "return (i - j).abs() <= window",
+     "return (i - j).abs() < window"),
+]
+
+
+@pytest.mark.parametrize("name, find, bug", BAND_ERRORS, ids=[e[0] for e in BAND_ERRORS])
+def test_errors_in_the_given_window_code_fail_the_reference(name, find, bug):
+    import types
+
+    source = (ROOT / "solutions" / "tiled.py").read_text()
+    assert source.count(find) == 1, name
+    module = types.ModuleType("solutions._band_error")
+    module.__package__ = "solutions"
+    exec(compile(source.replace(find, bug), "tiled_band_error", "exec"), module.__dict__)
+    generator = torch.Generator().manual_seed(5)
     q, k, v = (torch.randn(2, 200, 4, generator=generator, dtype=torch.float64) for _ in range(3))
-    out, visited = sliding_window_attention(q, k, v, window=10, block=16)
-    band = band_mask(slice(0, 200), slice(0, 200), 10)
-    full, _ = tiled_attention_forward(q, k, v, mask=band, block_q=16, block_k=16)
-    assert (out - full).abs().max() < 1e-12
-    assert visited < len(key_blocks(200, 16)) ** 2 / 3
+    out, _ = module.sliding_window_attention(q, k, v, 10, 16)
+    assert (out - _band_reference(q, k, v, 10)).abs().max() > 1e-6, name
+
+
+def test_causal_tiles_equal_lesson_02_and_skip_the_tiles_above_the_diagonal():
+    generator = torch.Generator().manual_seed(10)
+    L_, block = 200, 32
+    leaves = [torch.randn(2, L_, 5, generator=generator, dtype=torch.float64, requires_grad=True)
+              for _ in range(3)]
+    mask = torch.ones(L_, L_, dtype=torch.bool).tril()
+    mine, theirs = causal_tiled_attention(*leaves, block), scaled_dot_product_attention(
+        *leaves, mask=mask)
+    assert (mine - theirs).abs().max() < 1e-12
+    w = torch.randn_like(mine)
+    for a, b in zip(torch.autograd.grad((mine * w).sum(), leaves),
+                    torch.autograd.grad((theirs * w).sum(), leaves)):
+        assert (a - b).abs().max() < 1e-12
+    q, k, v = (t.detach()[:1] for t in leaves)
+    counted = count_scores(lambda: causal_tiled_attention(q, k, v, block), 5)
+    assert counted <= L_ * L_ / 2 + L_ * block
+
+
+def test_the_arithmetic():
+    flops = attention_flops(1024, 1024, 64)
+    assert flops["forward"] == 4 * 1024 ** 2 * 64
+    assert flops["training recompute"] / flops["training naive"] == pytest.approx(3.5 / 3)
+    assert attention_flops(1024, 1024, 64, causal=True)["forward"] == 2 * 1024 ** 2 * 64
+    traffic = hbm_traffic(4096, 64, 50_000)
+    assert traffic["standard"] == 4 * 4096 * 64 + 4 * 4096 ** 2
+    assert traffic["tiled"] < traffic["standard"] / 3  # Θ(N² d² / M) against Θ(N²)
 
 
 def test_the_widget_replays_the_online_softmax():
@@ -145,16 +235,30 @@ def test_the_widget_draws_and_redraws():
     assert box.children[1].value != before
 
 
+def test_the_slider_runs_over_the_tiles_the_walk_visits():
+    """Its maximum is the tile count for the block size and the window, so no part of its track
+    does nothing and its readout is the tile the figure shows."""
+    box = tiles_explorer()
+    step, block, _row, window = box.children[0].children
+    for size in (3, 4, 6, 8):
+        for banded in (False, True):
+            block.value, window.value = size, banded
+            assert step.max == tiles_in_order(size, banded) == len(tile_order(size, WINDOW if
+                                                                               banded else None))
+            assert step.value <= step.max
+
+
 def _record():
     run = BlowUp("naive", sizes=[1024, 2048], peaks=[10**9, 4 * 10**9], seconds=[0.1, 0.4],
                  out_of_memory_at=4096, stopped="torch.cuda.OutOfMemoryError at L = 4096")
     import dataclasses
 
     fields = dataclasses.asdict(run)
-    return {"format": 1, "device": "a test card", "total_memory": 8 * 10**9, "torch": "x",
+    return {"format": 2, "device": "a test card", "total_memory": 8 * 10**9, "torch": "x",
             "cuda": "y", "recorded": "2026-01-01", "source": "a test", "B": 1, "H": 8, "c": 64,
-            "dtype": "float32", "block": 256, "L_start": 1024, "factor": 2.0, "budget_s": 1.0,
-            "methods": {"naive": {"forward": fields, "training": fields}}}
+            "dtypes": ["float32", "bfloat16"], "sdpa backends": dict(tiled_gpu.BACKENDS),
+            "block": 256, "L_start": 1024, "factor": 2.0, "budget_s": 1.0,
+            "methods": {"naive float32": {"forward": fields, "training": fields}}}
 
 
 def test_gpu_records_round_trip_and_show(tmp_path, capsys):
@@ -166,7 +270,7 @@ def test_gpu_records_round_trip_and_show(tmp_path, capsys):
     tiled_gpu.append(_record(), path)
     tiled_gpu.append(_record(), path)
     runs = tiled_gpu.load(path)
-    assert len(runs) == 2 and runs[0]["methods"]["naive"]["forward"]["sizes"] == [1024, 2048]
+    assert len(runs) == 2 and runs[0]["methods"]["naive float32"]["forward"]["sizes"] == [1024, 2048]
     tiled_gpu.show(runs[0])
     assert "a test card" in capsys.readouterr().out
 
@@ -176,3 +280,60 @@ def test_gpu_measure_refuses_without_cuda():
         pytest.skip("a CUDA card is here")
     with pytest.raises(RuntimeError):
         tiled_gpu.measure(tiled_attention)
+
+
+def test_gpu_methods_name_their_sdpa_kernel():
+    """float32 on the memory-efficient kernel, bfloat16 on FlashAttention's: CUDA's flash kernel
+    takes float16 and bfloat16 only."""
+    ways = tiled_gpu.methods(tiled_attention, 64)
+    assert tiled_gpu.BACKENDS == {"float32": "EFFICIENT_ATTENTION", "bfloat16": "FLASH_ATTENTION"}
+    assert {name: dtype for name, (_fn, dtype) in ways.items() if name.startswith("sdpa")} == {
+        "sdpa float32": torch.float32, "sdpa bfloat16": torch.bfloat16}
+
+
+def test_the_recorded_sweep_and_what_it_says():
+    record = speed.load()
+    assert sorted(map(int, record["naive"])) == list(speed.LENGTHS)
+    assert all(sorted(map(int, row)) == list(speed.BLOCKS) for row in record["tiled"].values())
+    assert record["repeats"] >= 3
+    found = speed.findings(record)
+    lines = speed.describe(record, live=False)
+    # the sentence about where tiles are faster follows the numbers of the table
+    assert found["faster"] == [L_ for L_ in found["lengths"] if found["ratio"][L_] > 1]
+    assert any(f"x{found['growth']:.1f}" in line for line in lines)
+
+
+def test_the_recorded_flex_comparison():
+    record = flex.load()
+    assert set(record["settings"]) == {"pair bias", "causal", "sliding window"}
+    for entry in record["settings"].values():  # float32's rounding, relative to the output
+        assert entry["max |flex - tiles|"] / entry["max |flex|"] < 1e-6
+        assert entry["max |eager flex - tiles|"] / entry["max |flex|"] < 1e-6
+    assert "NotImplementedError" in record["backward on the CPU"]
+    assert flex.table(record)
+
+
+@pytest.mark.slow
+def test_flex_attention_eager_equals_the_tiles():
+    """FlexAttention's unfused path with the pair bias as a score_mod and the causal and sliding
+    window BlockMasks equals the solutions' tiles to 1e-6 of the output's size in float32."""
+    record = flex.run({
+        "pair bias": lambda q, k, v, bias: tiled_attention_forward(q, k, v, bias, None, 64, 64)[0],
+        "causal": lambda q, k, v, bias: causal_tiled_attention(q, k, v, flex.BLOCK),
+        "sliding window": lambda q, k, v, bias: sliding_window_attention(
+            q, k, v, flex.WINDOW, flex.BLOCK)[0]}, compiled=False, timings=False,
+        log=lambda line: None)
+    for name, entry in record["settings"].items():
+        assert entry["max |flex - tiles|"] < 1e-6 * entry["max |flex|"], name
+
+
+def test_a_bias_row_of_minus_inf_is_where_lesson_02_differs():
+    """A query whose scores are all -inf after the bias (no mask) sees no key: the tiles give it
+    zeros and lse -inf; lesson 02's rule keys on the mask, and its softmax of the row is NaN."""
+    q, k, v = (torch.randn(1, 4, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(i))
+               for i in range(3))
+    bias = torch.zeros(4, 4, dtype=torch.float64)
+    bias[1] = -math.inf
+    out, lse = tiled_attention_forward(q, k, v, bias, None, 2, 2)
+    assert out[0, 1].abs().max() == 0 and lse[0, 1] == -math.inf
+    assert torch.isnan(scaled_dot_product_attention(q, k, v, bias=bias)[0, 1]).all()

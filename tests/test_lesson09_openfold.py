@@ -15,7 +15,7 @@ import math
 import pytest
 import torch
 
-from course.tiled_memory import measure_call
+from course.lessons.lesson09.memory import measure_call
 from solutions.bias import PairBias
 from solutions.mha import MultiHeadAttention, merge_heads, split_heads
 from solutions.tiled import tiled_attention
@@ -23,11 +23,14 @@ from solutions.tiled import tiled_attention
 OPENFOLD_INF = 1e9  # MSAAttention's default `inf`
 
 
-def lma_restated(q, k, v, biases, q_chunk_size, kv_chunk_size):
+def lma_restated(q, k, v, biases, q_chunk_size, kv_chunk_size, detach_before_exp=False):
     """The algorithm of OpenFold's `_lma`: q, k, v (*, H, Q or K, c), q already scaled; biases
     broadcast to (*, H, Q, K). For each chunk of queries, each chunk of keys gives its own max,
     its sum of exp(scores - max) and its exp-weighted values; all of them are kept (stacked) and
-    merged once, after the last key chunk, against the largest of the maxes."""
+    merged once, after the last key chunk, against the largest of the maxes.
+
+    detach_before_exp: the max detached where it enters the exponentials too (Rabe & Staats's
+    `stop_gradient` placement), not only where the chunks are merged (OpenFold's)."""
     out = q.new_zeros(q.shape[:-1] + v.shape[-1:])
     for q_start in range(0, q.shape[-2], q_chunk_size):
         rows = slice(q_start, q_start + q_chunk_size)
@@ -38,6 +41,8 @@ def lma_restated(q, k, v, biases, q_chunk_size, kv_chunk_size):
             for bias in biases:
                 scores = scores + bias[..., rows, cols]
             chunk_max = scores.amax(dim=-1, keepdim=True)
+            if detach_before_exp:
+                chunk_max = chunk_max.detach()
             weights = torch.exp(scores - chunk_max)
             maxes.append(chunk_max.detach().squeeze(-1))  # a constant shift: no gradient needed
             sums.append(weights.sum(dim=-1))
@@ -144,6 +149,21 @@ def test_lma_autograd_is_not_the_gradient_with_several_key_chunks():
         assert (a - b).abs().max() < 1e-12
     assert (exact[0] - chunks[0]).abs().max() > 1e-3 and (exact[1] - chunks[1]).abs().max() > 1e-3
     assert (exact[2] - chunks[2]).abs().max() < 1e-12  # v enters linearly: its gradient is right
+
+
+def test_detaching_the_max_before_exp_gives_the_gradient():
+    """With the max detached before the exponentials as well (Rabe & Staats's placement), split
+    then merge differentiates exactly with several key chunks: OpenFold's gradient problem is
+    where one detach sits, not the algorithm."""
+    generator = torch.Generator().manual_seed(4)
+    q, k, v = (torch.randn(2, 3, 7, 4, generator=generator, dtype=torch.float64,
+                           requires_grad=True) for _ in range(3))
+    w = torch.randn(2, 3, 7, 4, generator=generator, dtype=torch.float64)
+    exact = torch.autograd.grad((tiled_attention(q, k, v, None, None, 3, 3) * w).sum(), [q, k, v])
+    fixed = torch.autograd.grad((lma_restated(q / 2, k, v, [], 3, 3, detach_before_exp=True) * w)
+                                .sum(), [q, k, v])
+    for a, b in zip(exact, fixed):
+        assert (a - b).abs().max() < 1e-12
 
 
 def test_a_fully_padded_sequence_is_where_they_differ():

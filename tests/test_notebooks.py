@@ -152,6 +152,44 @@ def stands_alone(cell) -> bool:
     return not (used - imported - set(dir(builtins)))
 
 
+def test_every_check_cell_imports_what_it_runs():
+    """A check cell runs on its own after the set-up cell: it imports its check and the
+    student's exercise (a learner who opens a lesson, runs the first cell and jumps to a check
+    must not meet a NameError). Both languages."""
+    for path in [*NOTEBOOKS, *(ROOT / "notebooks" / name for name in ZH_NAMES)]:
+        for cell in cells_tagged(nbformat.read(path, as_version=4), "check"):
+            assert stands_alone(cell), f"{path.relative_to(ROOT)}: a check cell uses a name it " \
+                                       f"does not import:\n{cell.source}"
+
+
+def stdout_of(cell) -> str:
+    return "".join(o.get("text", "") for o in cell.outputs
+                   if o.output_type == "stream" and o.name == "stdout")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("notebook", NAMES + ZH_NAMES, ids=lambda name: name.removesuffix(".ipynb"))
+def test_check_cells_pass_alone_right_after_the_set_up_cell(solutions_copy, notebook):
+    """In a fresh kernel (one per notebook), the lesson's set-up cell and then its check cells,
+    exactly as committed, nothing else: each prints what the committed notebook shows (the
+    exercises are the solutions)."""
+    path = solutions_copy / "notebooks" / notebook
+    committed = nbformat.read(path, as_version=4)
+    code = [c for c in committed.cells if c.cell_type == "code"]
+    assert code[1].source.startswith("import course_setup"), f"{notebook}: no set-up cell"
+    checks = cells_tagged(committed, "check")
+    run = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c.source)
+                                          for c in [code[1], *checks]])
+    run.metadata = {"kernelspec": {"name": "python3", "language": "python",
+                                   "display_name": "Python 3"}}
+    NotebookClient(run, timeout=300, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    for check, ran in zip(checks, run.cells[1:]):
+        errors = [o for o in ran.outputs if o.output_type == "error"]
+        assert not errors, f"{notebook}: {errors[0].ename}: {errors[0].evalue}\n{check.source}"
+        assert stdout_of(ran) == stdout_of(check), (notebook, check.source)
+
+
 def cells_for_the_stubs(path):
     """(cells to run, check cells among them): the lesson's set-up cell (its second code cell:
     `import course_setup` and the lesson's imports), every cell up to the last check cell that

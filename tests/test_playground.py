@@ -131,13 +131,23 @@ def test_the_repository_setting_agrees_everywhere():
     assert disagreements() == []
 
 
+FAKE_VOILA = """
+class Voila:
+    @classmethod
+    def launch_instance(cls, argv=None, config=None):
+        print("VOILA", *argv)
+        print("CONFIG", config.VoilaConfiguration.prelaunch_hook.__name__,
+              config.VoilaConfiguration.multi_kernel_manager_class.__name__)
+"""
+
+
 def start_with_a_fake_voila(tmp_path, *args: str) -> list[str]:
     """`python -m course.playground ARGS` with a stand-in `voila` that prints its arguments and
     exits: what the learner sees before Voilà starts, then what Voilà was asked to do."""
     fake = tmp_path / "fake" / "voila"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("")
-    (fake / "__main__.py").write_text("import sys\nprint('VOILA', *sys.argv[1:])\n")
+    (fake / "app.py").write_text(FAKE_VOILA)
     done = subprocess.run([sys.executable, "-m", "course.playground", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": f"{fake.parent}{os.pathsep}{ROOT}"})
@@ -161,9 +171,36 @@ def test_the_address_is_printed_before_voila_starts_and_is_the_one_it_serves(tmp
     argv = lines[voila[0]].split()
     assert f"--port={port}" in argv and "--Voila.port_retries=0" in argv and "--no-browser" in argv
     assert "--Voila.ip=127.0.0.1" in argv and argv[1].endswith("notebooks/playground.ipynb")
+    # through the course's server: the page's kernel is freed when the page goes
+    assert "CONFIG set_xsrf_cookie PlaygroundKernelManager" in lines
+
+
+def test_the_playground_server_culls_idle_kernels_and_sets_the_xsrf_cookie():
+    """Voilà's kernel manager, as the playground configures it: idle kernels that no page is
+    connected to are culled, connected ones never; the page's response sets the `_xsrf` cookie
+    (tornado sets it when its token is first read) that Voilà's shutdown request carries."""
+    from course import playground_server as server
+
+    manager = server.PlaygroundKernelManager(config=server.config())
+    assert (manager.cull_idle_timeout, manager.cull_interval) == (server.CULL_IDLE,
+                                                                  server.CULL_INTERVAL)
+    assert manager.cull_connected is False and manager.cull_busy is False
+    assert 0 < manager.disconnect_grace < server.CULL_IDLE
+
+    class Page:
+        read = 0
+
+        @property
+        def xsrf_token(self):
+            Page.read += 1
+            return b"token"
+
+    assert server.set_xsrf_cookie(Page(), notebook=None, cwd=".") is None
+    assert Page.read == 1
 
 
 def test_the_chinese_page_prints_its_address_in_chinese(tmp_path):
     lines = start_with_a_fake_voila(tmp_path, "--no-browser", "--lang", "zh")
     assert lines[0].startswith("游乐场：http://127.0.0.1:"), lines
-    assert lines[-1].split()[1].endswith("notebooks/zh/playground.ipynb")
+    (voila,) = [line for line in lines if line.startswith("VOILA ")]
+    assert voila.split()[1].endswith("notebooks/zh/playground.ipynb")

@@ -358,6 +358,94 @@ def test_torch_cpu_takes_torch_alone_from_pytorchs_cpu_index_first(tmp_path, ins
     assert "--index-url https://mirror.invalid/cpu" in mirror
 
 
+# ------------------------------------------------------------ a download that fails, explained
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 where nothing listens: an index that cannot be reached."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def set_up(tmp_path: Path, venv: Path, **env: str) -> subprocess.CompletedProcess:
+    """scripts/setup_venv.sh for real (no dry run) into `venv`, with no pip configuration but
+    `env`, one try per download."""
+    env = pip_configured(tmp_path, "", PYTHON=sys.executable, UV_HTTP_RETRIES="0",
+                         PIP_RETRIES="1", PIP_TIMEOUT="2", **env)
+    return subprocess.run([BASH, str(SETUP), str(venv)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300, env=env)
+
+
+def course_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("The set-up stopped: ")]
+
+
+@pytest.mark.parametrize("index", ["http://127.0.0.1:{port}/whl/cpu", "https://download.invalid/whl/cpu"],
+                         ids=["connection refused", "no such host"])
+def test_an_unreachable_cpu_only_index_is_explained_in_one_line(tmp_path, index):
+    """`make lab TORCH=cpu` where PyTorch's CPU-only index cannot be reached (a proxy, a closed
+    network): uv's own error, then one line that says what to try."""
+    uv = find_uv()
+    if uv is None:
+        pytest.skip("no uv here (make venv installs it)")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    index = index.format(port=closed_port())
+    done = set_up(tmp_path, venv, UV=uv, TORCH="cpu", TORCH_CPU_INDEX=index)
+    assert done.returncode != 0
+    assert "error" in done.stderr.lower()  # the installer's own words come first
+    (line,) = course_lines(done.stderr)
+    assert f"PyTorch's CPU-only index ({index}) cannot be reached" in line
+    for advice in ("without TORCH=cpu", "TORCH_CPU_INDEX=", "INSTALLER=pip"):
+        assert advice in line, line
+
+
+def test_with_pip_an_unreachable_cpu_only_index_is_explained_too(tmp_path):
+    """INSTALLER=pip: pip's words (its retry warnings name the failed connection), then the line."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    closed = f"http://127.0.0.1:{closed_port()}"
+    done = set_up(tmp_path, venv, INSTALLER="pip", TORCH="cpu", TORCH_CPU_INDEX=f"{closed}/cpu",
+                  PIP_INDEX_URL=f"{closed}/simple")
+    assert done.returncode != 0
+    (line,) = course_lines(done.stderr)
+    assert f"PyTorch's CPU-only index ({closed}/cpu) cannot be reached" in line
+
+
+def test_an_unreachable_package_index_is_explained_in_one_line(tmp_path):
+    """The index pip is configured with (a mirror), unreachable: named, and what to try."""
+    uv = find_uv()
+    if uv is None:
+        pytest.skip("no uv here (make venv installs it)")
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    mirror = f"http://127.0.0.1:{closed_port()}/simple"
+    done = set_up(tmp_path, venv, UV=uv, PIP_INDEX_URL=mirror)
+    assert done.returncode != 0
+    (line,) = course_lines(done.stderr)
+    assert f"the package index ({mirror}) cannot be reached" in line and "INSTALLER=pip" in line
+
+
+@pytest.mark.parametrize("error,expected", [
+    ("error: invalid peer certificate: UnknownIssuer", "certificate of"),
+    ("error: No solution found when resolving dependencies", None),
+])
+def test_a_failed_download_is_explained_by_what_went_wrong(tmp_path, error, expected):
+    """A refused certificate gets its own line; a failure that is not the network gets none
+    (the installer's message is the explanation)."""
+    fake = tmp_path / "bin" / "uv"
+    fake.parent.mkdir()
+    write_exe(fake, f'echo "{error}" >&2\nexit 2\n')
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    done = set_up(tmp_path, venv, UV=str(fake))
+    assert done.returncode == 2 and error in done.stderr
+    lines = course_lines(done.stderr)
+    assert (lines == []) if expected is None else (len(lines) == 1 and expected in lines[0])
+
+
 @pytest.mark.parametrize("name,value", [("TORCH", "rocm"), ("INSTALLER", "conda")])
 def test_an_unknown_option_is_refused(tmp_path, name, value):
     done = subprocess.run([BASH, str(SETUP), str(tmp_path)], cwd=ROOT,

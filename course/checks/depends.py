@@ -157,11 +157,29 @@ def _blocked(check, impl, outcomes, blockers, session, explain) -> Blocked:
         failure = Blocked("\n".join(text), roots, "untried", errors=errors)
     else:
         replaced = _replaced(blockers, session)
-        alone, own, line = _alone(check, impl, replaced, session)
+        alone, own, line = _alone(check, impl, replaced, session, outcomes)
         text += [f"  {line}"] + ([_indent(str(own))] if own is not None else [])
         failure = Blocked("\n".join(text), roots, alone, own, errors)
     failure.via = blockers[0].check
     return failure
+
+
+def _independent(check, outcomes, replaced):
+    """BLOCKED hides only what depends on the blocker: the failing cases that called none of
+    the blocked exercises (a module's parameter names, a probe of its own) are this exercise's
+    own failure, reported as such: ("fail", that failure, the line that says so), or None.
+    Only where the blocked exercises are calls a stand-in could answer: code no stand-in
+    replaces (a shared constructor) runs in every case, called or not."""
+    blocked = {t for used in replaced for t in used.provides}
+    own = [o for o in outcomes if o.failed and o.status != "todo" and
+           not any(call["target"] in blocked for call in o.seen)]
+    if not own:
+        return None
+    shown = own + [o for o in outcomes if not o.failed]
+    failure = messages.fail(check, shown, tally=False)
+    names = ", ".join(sorted({name_of(t) for t in blocked}))
+    return "fail", failure, _("It also fails on its own: a case that calls none of {names} "
+                              "fails too:").format(names=names)
 
 
 def _leads(check, blockers: list[Status], session) -> list[str]:
@@ -219,7 +237,8 @@ def _replaced(blockers, session) -> list:
     return list(found.values())
 
 
-def _alone(check, impl, replaced, session) -> tuple[str, CheckFailed | None, str]:
+def _alone(check, impl, replaced, session,
+           written=()) -> tuple[str, CheckFailed | None, str]:
     """("pass" | "fail" | "untried", the failure on its own, the line that says so)."""
     own = set(check.own_targets())
     targets = [t for used in replaced for t in used.provides if t not in own]
@@ -239,6 +258,9 @@ def _alone(check, impl, replaced, session) -> tuple[str, CheckFailed | None, str
         return "untried", None, _untried_shared(check, uncovered)
     missed = [(o, m) for o in outcomes for m in o.misses if m["target"] in targets]
     if missed and not _fails_where_answered(outcomes):
+        independent = _independent(check, written, replaced)
+        if independent:
+            return independent
         outcome, miss = missed[0]
         return "untried", None, _(
             "It could not be tried on its own: in case '{case}' it calls {callee} with other "
@@ -309,6 +331,11 @@ def _isolated(check, impl, session) -> CheckFailed | None:
         roots = list(dict.fromkeys(root for b in blockers for root in b.roots))
         text = [lines.blocked_header(check.id, roots)]
         text += [f"  {line}" for line in _leads(check, blockers, session)]
+        found = None if uncovered else _independent(check, outcomes, replaced)
+        if found:
+            alone, own, line = found
+            text += [f"  {line}", _indent(str(own))]
+            return Blocked("\n".join(text), roots, alone, own, messages.errors(outcomes))
         text.append("  " + (_untried_shared(check, uncovered) if uncovered else _(
             "It could not be tried on its own: the stand-ins found no recorded call to answer.")))
         return Blocked("\n".join(text), roots, "untried", errors=messages.errors(outcomes))

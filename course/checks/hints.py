@@ -1,6 +1,10 @@
 """The hint of a failed check, chosen from every case's outcome rather than the first failing one.
 
-In this order, the first that applies:
+First, a finding that explains every other difference is shown whatever its place: a None
+returned (also inside a tuple or dict, also when nothing raised), then randomness (a determinism
+probe, course/checks/kinds.py deterministic_of, that fails). Otherwise the first failing case is
+shown, with the first of these that applies (a hint registered with `claims_nan` only when that
+case's result holds NaN where the reference has numbers):
 1. a crash: a hint about that exception (the check's own `error_hints`, then the general ones,
    `.T` on the line that raised, an in-place change of a parameter in __init__); when only the
    cases of one class fail (another dtype, the meta device, a larger size: `CLASSES`), that
@@ -18,7 +22,10 @@ In this order, the first that applies:
 8. squeezed size-1 axes; the case's shape hint; a transposition the check explains;
 9. the shown case's own hint.
 Notes under the hint add what is observed without naming a cause: the right numbers in the wrong
-places, and the first call to another exercise whose arguments leave the reference's ("where:").
+places, and the first call to another exercise whose arguments leave the reference's ("where:"),
+where values the callee takes as the same (course/checks/evidence.py EQUIVALENT) do not count, a
+mask of the other polarity is named as such, and keys hidden elsewhere are counted, not called a
+difference of inf. A gradient autograd gave as None is named as missing, never as NaN.
 """
 from __future__ import annotations
 
@@ -29,7 +36,7 @@ import re
 import torch
 
 from course.checks import evidence
-from course.checks.outputs import difference, largest_gap
+from course.checks.outputs import difference, largest_gap, missing
 from course.confirm.standins import name_of, same
 from course.i18n import N_, _, listed
 
@@ -69,6 +76,10 @@ PERMUTED = N_("your {key} holds the right numbers in the wrong places: the order
 DIVERGES = N_("where: the first difference from the reference is in what your {exercise} "
               "passes to {callee}: {arguments}{agree}")
 RAISED_UNKNOWN = N_("your code raised before it returned, at the line shown above")
+NONE_RETURN = N_("your {exercise} returned None: Python returns None from a function that ends "
+                 "without a `return` (one is missing, or an `if` or a loop that never ran "
+                 "skips it on this path), or it returns a variable that is still None here (a "
+                 "loop over blocks or positions that never ran, an accumulator never assigned)")
 CASE_TESTS = N_("this case tests: {hint}")
 
 # the classes of bug the derived cases (course/checks/kinds.py) find
@@ -83,6 +94,11 @@ DEVICE_HINT = N_("a tensor created inside your code sits on a fixed device (the 
                  "create tensors with device=x.device (torch.arange(n, device=x.device), "
                  "zeros_like, x.new_ones(...)), or move them with .to(x.device); a tensor kept "
                  "in a module belongs in register_buffer, so that module.to() moves it")
+RANDOM_HINT = N_("your code draws random numbers: the same input gives another output each "
+                 "time. A dropout left on (nn.Dropout in training mode, or F.dropout(x, p), "
+                 "whose training=True is the default even in eval mode), or torch.rand/randn/"
+                 "bernoulli in forward: the course's modules have no dropout, so remove it "
+                 "(every other difference of this check may come from it too)")
 
 DTYPE_RESULT = N_("your result is {got} for {want} inputs: the output's dtype must follow the "
                   "input's, and something in your code fixes it ({fixes}): create tensors with "
@@ -185,10 +201,38 @@ ERROR_HINTS = [
 
 # ---------------------------------------------------------------------------------- the choice
 
+# hints that say a result holds NaN (claims_nan): given only when the shown case's result does
+NAN_CLAIMS: set[str] = {NAN_GRADIENT}
+
+
+def claims_nan(message: str) -> str:
+    """Mark a hint (an N_() message) as saying that the result holds NaN: the engine gives it
+    only when the case it shows has NaN where the reference has numbers (a gradient that never
+    arrived is no NaN the code computed). Returns the message, to wrap a definition."""
+    NAN_CLAIMS.add(message)
+    return message
+
+
+def _decisive(failing: list):
+    """A failing case whose finding explains every other difference, or None: a None returned
+    (nothing else can be compared), then randomness (every other case may differ by chance)."""
+    for outcome in failing:
+        if outcome.status == "none":
+            return outcome
+    for outcome in failing:
+        if outcome.status == "probe" and "random" in outcome.case.tags:
+            return outcome
+    return None
+
+
 def choose(check, outcomes: list) -> tuple[object, str, list[str]]:
     """(the failing outcome to show, its hint, notes with further evidence)."""
     failing = [o for o in outcomes if o.failed]
-    shown = failing[0]
+    shown = _decisive(failing) or failing[0]
+    if shown.status == "none":
+        return shown, _(NONE_RETURN).format(exercise=check.attribute), []
+    if shown.status == "probe" and "random" in shown.case.tags:
+        return shown, _(shown.case.hint), []
     if shown.status == "raised":
         hint = _error_hint(check, shown)
         if _only_class_fails(outcomes, shown) and hint not in (_(DEVICE_HINT), _(TRANSPOSE_T)):
@@ -198,8 +242,8 @@ def choose(check, outcomes: list) -> tuple[object, str, list[str]]:
     if shown.status == "inplace":
         return shown, _(INPLACE_HINT), []
     argument = _argument(check, shown)
-    hint = next((h for h in _specific(check, outcomes, shown, argument) if h), None) or \
-        _(shown.case.hint)
+    hint = next((h for h in _specific(check, outcomes, shown, argument)
+                 if h and _on_evidence(h, shown)), None) or _(shown.case.hint)
     where = None if argument and hint == argument[0] else _first_divergence(check, shown)
     notes = [n for n in (_shape_note(shown), _layout(check, shown, specific=False), where)
              if n and n != hint]
@@ -209,6 +253,36 @@ def choose(check, outcomes: list) -> tuple[object, str, list[str]]:
 # the classes of case whose failure alone names the bug (course/checks/kinds.py, and the cases
 # of sizes past any a lesson prints): another dtype, the meta device, a larger size
 CLASSES = ("dtype", "device", "size")
+
+
+def _on_evidence(hint: str, shown) -> bool:
+    """A hint that says the result holds NaN fits only a shown case whose result does."""
+    if not any(re.fullmatch(_template(_(m)), hint, re.S) for m in NAN_CLAIMS):
+        return True
+    return bool(nan_keys(shown))
+
+
+def _template(message: str) -> str:
+    """A regular expression for every text `message.format(...)` can give."""
+    return ".*?".join(re.escape(part) for part in re.split(r"\{[^{}]*\}", message))
+
+
+def nan_keys(outcome) -> list[str]:
+    """The outputs of one case that hold NaN where the reference's hold numbers (a gradient that
+    never arrived is not among them: it is missing, not NaN)."""
+    got, expected = outcome.got or {}, outcome.expected or {}
+    absent = missing(got)
+    found = []
+    for key, have in got.items():
+        if key in absent or not isinstance(have, torch.Tensor) or not have.is_floating_point():
+            continue
+        want = expected.get(key)
+        nan = torch.isnan(have)
+        if want is not None and want.shape == have.shape:
+            nan = nan & ~torch.isnan(want)
+        if bool(nan.any()):
+            found.append(key)
+    return found
 
 
 def _only_class_fails(outcomes, shown) -> bool:
@@ -367,12 +441,15 @@ def _gradient(outcome) -> str | None:
         return None
     grads = [k for k in expected if k.startswith("grad ")]
     wrong = [k for k in grads if difference(k, expected[k], got[k], atol, rtol) is not None]
-    nan = [k for k in wrong if torch.isnan(got[k]).any() and not torch.isnan(expected[k]).any()]
+    absent = [k for k in wrong if k in missing(got)]  # autograd gave None: cut, not NaN
+    nan = [k for k in wrong if k not in absent and torch.isnan(got[k]).any()
+           and not torch.isnan(expected[k]).any()]
     partly = [k for k in nan if not torch.isnan(got[k]).all()]
-    if partly:  # NaN in some entries only: made by the forward pass, not a cut path
+    if partly and not absent:  # NaN in some entries only: made by the forward pass
         return _(NAN_GRADIENT).format(name=listed(k.removeprefix("grad ") for k in partly))
-    names = listed(k.removeprefix("grad ") for k in (nan or wrong))
-    return _(CUT_GRADIENT_HINT if nan else WRONG_GRADIENT_HINT).format(name=names)
+    cut = absent or [k for k in nan if k not in partly]
+    names = listed(k.removeprefix("grad ") for k in (cut or wrong))
+    return _(CUT_GRADIENT_HINT if cut else WRONG_GRADIENT_HINT).format(name=names)
 
 
 def _tolerance(outcome) -> tuple[float, float]:
@@ -444,6 +521,10 @@ def _argument(check, outcome) -> tuple[str, bool] | None:
         if not names:
             agreed = True
             continue
+        if len(names) == 1 and names != ["*"] and evidence.inverted(reference["args"][names[0]],
+                                                                    mine["args"][names[0]]):
+            return _(evidence.POLARITY).format(exercise=check.attribute, name=names[0],
+                                               callee=name_of(reference["target"])), True
         if names == ["*"] or not all(_names_a_cause(reference, mine, n) for n in names):
             return None
         template = ARGUMENT if agreed else ARGUMENT_FIRST
@@ -498,12 +579,17 @@ def _differing(reference: dict, mine: dict) -> str:
 
 def _describe(name: str, want, have) -> str:
     if isinstance(want, torch.Tensor) and isinstance(have, torch.Tensor):
+        if evidence.inverted(want, have):
+            return _("`{name}` is the reference's with True and False swapped").format(name=name)
         if want.shape != have.shape:
             return _("`{name}` has shape {got}, the reference's {want}").format(
                 name=name, got=tuple(have.shape), want=tuple(want.shape))
         if want.dtype != have.dtype:
             return _("`{name}` is {got}, the reference's {want}").format(
                 name=name, got=have.dtype, want=want.dtype)
+        hidden = _hidden_elsewhere(name, want, have)
+        if hidden:
+            return hidden
         ratio = _ratio(want, have)
         if ratio is not None:
             return _("`{name}` is {ratio} times the reference's").format(name=name, ratio=ratio)
@@ -511,6 +597,25 @@ def _describe(name: str, want, have) -> str:
                                                                gap=largest_gap(want, have))
     return _("`{name}` is {got}, the reference passes {want}").format(
         name=name, got=_value(have), want=_value(want))
+
+
+def _hidden_elsewhere(name: str, want, have) -> str | None:
+    """Entries hidden by -inf in one and not in the other (a mask applied elsewhere, or not at
+    all): said in those words, not as a difference of inf."""
+    if not want.dtype.is_floating_point or want.device.type == "meta":
+        return None
+    mine, theirs = torch.isneginf(have), torch.isneginf(want)
+    if torch.equal(mine, theirs):
+        return None
+    extra, lacking = int((mine & ~theirs).sum()), int((theirs & ~mine).sum())
+    if extra and lacking:
+        return _("`{name}` hides other entries with -inf than the reference's ({n} of them "
+                 "differ)").format(name=name, n=extra + lacking)
+    if extra:
+        return _("`{name}` hides {n} entries with -inf that the reference's keeps").format(
+            name=name, n=extra)
+    return _("`{name}` keeps {n} entries that the reference's hides with -inf").format(
+        name=name, n=lacking)
 
 
 def _value(value) -> str:

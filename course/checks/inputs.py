@@ -6,6 +6,8 @@ import zlib
 
 import torch
 
+from course.checks.outputs import Gradients
+
 
 def randn(*shape: int, seed: int, scale: float = 1.0) -> torch.Tensor:
     """Standard-normal float64 tensor from its own generator, so cases never share state."""
@@ -62,12 +64,23 @@ def with_gradients(call, inputs: dict[str, torch.Tensor], module: torch.nn.Modul
         targets = [t for t in leaves.values() if t.requires_grad] + list(parameters.values())
         grads = torch.autograd.grad(loss, targets, allow_unused=True) if loss.requires_grad \
             else [None] * len(targets)
-    result = {"output": output.detach()}
     names = [f"grad {n}" for n, t in leaves.items() if t.requires_grad] + \
             [f"grad {n}" for n in parameters]
+    return gradient_outputs(output, names, targets, grads)
+
+
+def gradient_outputs(output: torch.Tensor, names, targets, grads) -> dict[str, torch.Tensor]:
+    """{"output": output, name: gradient, ...}: a gradient autograd gave as None (nothing
+    reached that input) holds NaN of its input's shape, so the comparison fails, and its name is
+    kept as missing (course/checks/outputs.py Gradients), so the message says that no gradient
+    arrived rather than that the code computed NaN."""
+    result = {"output": output.detach()}
+    absent = []
     for name, target, grad in zip(names, targets, grads):
+        if grad is None:
+            absent.append(name)
         result[name] = (torch.full_like(target, float("nan")) if grad is None else grad).detach()
-    return result
+    return Gradients(result, absent) if absent else result
 
 
 def inputs_unchanged(call, *tensors: torch.Tensor) -> dict[str, torch.Tensor]:

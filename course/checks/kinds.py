@@ -22,8 +22,15 @@ them into the case a bug of that kind fails:
 - `gradients_of(call, inputs)`: the output and the gradients of (output * w).sum(), w fixed, with
   respect to every floating input (course/checks/inputs.py with_gradients), for a function; a
   module's cases call `with_gradients` themselves.
+- `deterministic_of(case)`: the same case run twice in training mode (module.train(), as every
+  case runs) from two states of torch's random generator (the learner's own state is restored
+  after): the two must agree; when they do not, twice more in eval mode, to say whether the
+  randomness stays there too. A module that draws random
+  numbers (a dropout left on, torch.rand in forward) fails it with a hint that says so, before
+  any other case's difference is read as a broken mask or a wrong formula (hints.py shows it
+  first: the randomness explains every other difference).
 
-The derived cases carry the tags "dtype" and "device", so the engine's hints (hints.py) name the
+The derived cases carry the tags "dtype", "device" and "random", so the engine's hints (hints.py) name the
 class of bug when exactly those cases fail.
 """
 from __future__ import annotations
@@ -35,9 +42,9 @@ from dataclasses import dataclass
 import torch
 
 from course.checks.core import Case
-from course.checks.hints import DEVICE_HINT, DTYPE_HINT
+from course.checks.hints import DEVICE_HINT, DTYPE_HINT, RANDOM_HINT
 from course.checks.inputs import with_gradients
-from course.i18n import N_
+from course.i18n import N_, _
 
 # what code that reads values raises on meta: the case cannot judge it
 _DATA_DEPENDENT = ("cannot be called on meta tensors", "Cannot copy out of meta tensor",
@@ -155,3 +162,69 @@ def gradients_of(call, inputs: dict[str, torch.Tensor], seed: int = 0):
     def run(f):
         return with_gradients(lambda *tensors: call(f, *tensors), inputs, seed=seed)
     return run
+
+
+def deterministic_of(case: Case) -> Case:
+    """The same case twice in training mode (and, when the two differ, twice in eval mode), from
+    different random states: a probe that the exercise draws no random numbers (a dropout left
+    on)."""
+    if case.expect is not None:
+        raise ValueError(f"'{case.name}' is a probe: derive the determinism probe from a "
+                         "compared case")
+    base_run = case.run
+
+    def run(impl):
+        found = _twice(base_run, impl, "training")
+        if not same_each_time(found):
+            found.update(_twice(base_run, impl, "eval"))  # only to say which mode: see above
+        return found
+    return dataclasses.replace(case, name=f"{case.name}, {N_('called twice')}",
+                               run=run, variant=Variant(), expect=same_each_time,
+                               hint=RANDOM_HINT, shape_hint=None, diagnose=None, accept=None,
+                               tags=case.tags + ("random",))
+
+
+def _twice(base_run, impl, mode: str) -> dict:
+    """The case run twice in one mode, from two random states: {"<mode> <n>: <key>": tensor}."""
+    from course.checks.outputs import as_outputs
+
+    found = {}
+    for attempt in (1, 2):
+        with torch.random.fork_rng(devices=[]):  # the learner's generator untouched
+            torch.manual_seed(attempt)
+            outputs = as_outputs(base_run(_in_mode(impl, mode == "training")))
+        found.update({f"{mode} {attempt}: {k}": v for k, v in outputs.items()
+                      if not k.startswith("param ")})
+    return found
+
+
+def _in_mode(impl, training: bool):
+    """`impl` whose modules are put in training or eval mode as they are built."""
+    if not (isinstance(impl, type) or callable(impl)):
+        return impl
+
+    @functools.wraps(impl, updated=())
+    def build(*args, **kwargs):
+        made = impl(*args, **kwargs)
+        if isinstance(made, torch.nn.Module):
+            made.train(training)
+        return made
+    return build
+
+
+def same_each_time(outputs) -> str | None:
+    """Probe of a determinism case: the two runs of each mode agree."""
+    for mode in ("training", "eval"):
+        for key in [k for k in outputs if k.startswith(f"{mode} 1: ")]:
+            first, second = outputs[key], outputs.get(key.replace(f"{mode} 1: ", f"{mode} 2: "))
+            if second is None or first.shape != second.shape:
+                continue
+            a, b = first.double(), second.double()
+            same = (a == b) | (torch.isnan(a) & torch.isnan(b))
+            if not bool(same.all()):
+                gap = float((a - b).abs().nan_to_num(float("inf")).max())
+                where = _("in eval mode too") if mode == "eval" else _("in training mode")
+                return _("the same input, run twice {where}, gave outputs that differ by up to "
+                         "{gap:.3g}: something in your code draws random numbers").format(
+                    where=where, gap=gap)
+    return None

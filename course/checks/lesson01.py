@@ -5,6 +5,7 @@ import math
 
 import torch
 
+from course.checks import candidates, evidence
 from course.checks.core import Case, Check
 from course.checks.inputs import randn
 from course.checks.kinds import bfloat16_of, float32_of, gradients_of, meta_of
@@ -31,6 +32,34 @@ WIDE_HINT = ("subtract each slice's MAX (amax): shifted by the min or the mean, 
 # float64 softmax written any correct way agrees to about 1e-15; float32's rounding is 6e-8, so
 # a tolerance of 1e-7 (the default) would let a float32 step inside pass here and fail later
 EXACT = {"atol": 1e-12, "rtol": 1e-10}
+def _shifted(x, dim):
+    return (x - x.amax(dim=dim, keepdim=True)).exp()
+
+
+# the normalisation and the axis of a softmax: the wrong ones it is easy to write, as formulas
+NORMALISATION = [
+    (N_("your result is exp(x - max) without the division: normalise each slice by its sum, "
+        "exponentials / exponentials.sum(dim=dim, keepdim=True), so that it sums to 1 along "
+        "`dim`"), lambda x, dim=-1: _shifted(x, dim)),
+    (N_("your result is divided by the sum over the WHOLE tensor: the sum must run along `dim` "
+        "only (sum(dim=dim, keepdim=True)), so that every slice sums to 1 on its own"),
+     lambda x, dim=-1: _shifted(x, dim) / _shifted(x, dim).sum()),
+    (N_("your softmax runs along the last axis whatever `dim` says: use the `dim` argument "
+        "everywhere (the max and the sum), not a hard-coded -1"),
+     lambda x, dim=-1: torch.softmax(x, dim=-1)),
+    (N_("your result is divided by the max of the exponentials (which is 1), not by their sum: "
+        "softmax divides by sum(dim=dim, keepdim=True)"),
+     lambda x, dim=-1: _shifted(x, dim) / _shifted(x, dim).amax(dim=dim, keepdim=True)),
+]
+
+
+@evidence.equivalent("softmax:stable_softmax", "x")
+def _same_scores(want, have, call) -> bool:
+    """Scores that give one softmax are the same argument to stable_softmax (a constant shift
+    per row; -1e9 where the reference hides a key with -inf; a row that hides every key)."""
+    return evidence.same_softmax(want, have, call["args"].get("dim", -1))
+
+
 MIDDLE = Case("(2, 4, 3) along dim=1", lambda f: f(randn(2, 4, 3, seed=12), dim=1),
               hint="use the `dim` argument everywhere (max and sum), not a hard-coded -1", **EXACT)
 
@@ -38,6 +67,7 @@ check_stable_softmax = Check(
     id="01.stable_softmax",
     target="softmax:stable_softmax",
     lesson="01",
+    diagnose=lambda outcomes: candidates.matching(outcomes, NORMALISATION),
     cases=[
         Case("[0.1, 0.3, 1.0, 0.8]",
              lambda f: f(torch.tensor([0.1, 0.3, 1.0, 0.8], dtype=torch.float64)),
@@ -193,6 +223,7 @@ check_scaled_scores = Check(
              hint="q and k both reach the scores through the matrix product: no .detach(), "
                   ".item() or numpy on the way"),
         float32_of(BATCHED_SCORES),
+        bfloat16_of(BATCHED_SCORES),
         meta_of(BATCHED_SCORES),
     ],
 )

@@ -1,13 +1,16 @@
 """Checks for lesson 02 (single head): masks, attention weights, attention, the module."""
 from __future__ import annotations
 
-import torch
-
 import math
 
+import torch
+
+from course.checks import candidates
 from course.checks.core import Case, Check
+from course.checks.hints import claims_nan
 from course.checks.inputs import fill_parameters, parameter_shapes, randn, with_gradients
-from course.checks.kinds import float32_of, gradients_of, meta_of
+from course.checks.kinds import (bfloat16_of, deterministic_of, float32_of, gradients_of,
+                                 meta_of)
 from course.checks.lesson01 import check_scaled_scores, check_stable_softmax
 from course.i18n import N_, _
 
@@ -101,32 +104,92 @@ TWICE = N_("these weights are softmax(q k^T / c): the scores were divided by sqr
            "scaled_scores already divides by sqrt(c); add the bias and mask to its result as it is")
 UNSCALED = N_("these weights are softmax(q k^T), without the 1/sqrt(c): take the scores from your "
               "scaled_scores(q, k) (lesson 01), which divides by sqrt(c)")
-MASK_AFTER = N_("the rows of your weights do not sum to 1 over the keys a query may see: the mask "
-                "must act on the scores BEFORE the softmax (masked_fill(~mask, float('-inf'))), "
-                "so that each row spreads over its visible keys only; zeroing weights after the "
-                "softmax leaves rows that sum to less than 1")
+MASK_AFTER = N_("your weights are the softmax of the unmasked scores, multiplied by the mask "
+                "afterwards: each row then sums to less than 1 over the keys a query may see. "
+                "The mask acts on the scores BEFORE the softmax (masked_fill(~mask, "
+                "float('-inf'))), so that each row spreads over its visible keys only")
+INVERTED = N_("your weights spread each query over the keys the mask hides and give the keys "
+              "it may see weight 0: the mask's polarity is inverted. True in a mask means 'may "
+              "attend': hide the keys where it is False, masked_fill(~mask, float('-inf'))")
+IGNORED = N_("your weights are those of the scores without the mask: the mask is never applied. "
+             "Hide the keys where the mask is False before the softmax: "
+             "masked_fill(~mask, float('-inf'))")
+UNIFORM_BLIND = N_("a query that may see no key got the same weight 1/n on every (masked) key "
+                   "instead of zeros: a finite fill such as -1e9 makes such a row all equal, "
+                   "and its softmax uniform. The other rows are right. Give a row that sees no "
+                   "key zero weights: multiply the weights by mask.any(dim=-1, keepdim=True) "
+                   "(or fill with -inf and zero that row, as the lesson does)")
+NAN_BLIND = claims_nan(N_("a query that may see no key got NaN weights: its scores are all -inf, "
+                          "and the softmax of a row of -inf is NaN ((-inf) - (-inf)). The other "
+                          "rows are right. Give such a row finite scores before the softmax "
+                          "(masked_fill(~sees_something, 0.0)) and multiply its weights by 0"))
 
 
-def _weights_evidence(outcomes) -> str | None:
-    """Scores scaled twice or not at all (from the cases without bias and mask); a mask applied
-    after the softmax (rows that no longer sum to 1)."""
+def _weights(q, k, bias=None, mask=None, *, invert=False, fill_only=False, after=False,
+             ignore=False):
+    """Softmax attention weights written anew (never imported from solutions/), with one of the
+    wrong turns a learner takes: the mask inverted (everywhere, or in the fill only), applied
+    after the softmax, or not at all."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if bias is not None:
+        scores = scores + bias
+    if mask is None or ignore:
+        return torch.softmax(scores, dim=-1)
+    hidden = mask if invert or fill_only else ~mask
+    mask = ~mask if invert else mask
+    if after:
+        return torch.softmax(scores, dim=-1) * mask
+    sees = mask.expand_as(scores).any(dim=-1, keepdim=True)
+    scores = scores.masked_fill(hidden, float("-inf")).masked_fill(~sees, 0.0)
+    return torch.softmax(scores, dim=-1) * sees
+
+
+# the mask's polarity and place: each wrong turn as a formula, run through the failing cases
+MASKING = [
+    (INVERTED, lambda q, k, bias=None, mask=None: _weights(q, k, bias, mask, invert=True)),
+    (INVERTED, lambda q, k, bias=None, mask=None: _weights(q, k, bias, mask, fill_only=True)),
+    (MASK_AFTER, lambda q, k, bias=None, mask=None: _weights(q, k, bias, mask, after=True)),
+    (IGNORED, lambda q, k, bias=None, mask=None: _weights(q, k, bias, mask, ignore=True)),
+]
+
+
+def _blind_rows(outcomes) -> str | None:
+    """Rows the reference gives all zeros (a query that sees no key) are uniform or NaN in the
+    student's weights, and every other row agrees."""
     for outcome in outcomes:
-        if outcome.status != "differs":
+        if outcome.status != "differs" or outcome.key != "output":
             continue
         want, have = outcome.expected["output"].double(), outcome.got["output"].double()
         if want.shape != have.shape:
             continue
-        if "plain" in outcome.case.tags:
-            c = outcome.case.facts["c"]
-            for factor, hint in ((1 / math.sqrt(c), TWICE), (math.sqrt(c), UNSCALED)):
-                candidate = torch.softmax(torch.log(want) * factor, dim=-1)
-                if torch.allclose(have, candidate, rtol=1e-6, atol=1e-9):
-                    return _(hint)
-        if "mask" in outcome.case.tags and torch.isfinite(have).all():
-            visible = want.sum(-1) > 0.5
-            if (have.sum(-1) - 1).abs()[visible].max() > 1e-6:
-                return _(MASK_AFTER)
+        blind = (want == 0).all(dim=-1)
+        if not blind.any() or not torch.allclose(have[~blind], want[~blind], rtol=1e-6,
+                                                 atol=1e-9):
+            continue
+        rows = have[blind]
+        if torch.isnan(rows).all():
+            return _(NAN_BLIND)
+        if torch.allclose(rows, torch.full_like(rows, 1.0 / rows.shape[-1]), atol=1e-6):
+            return _(UNIFORM_BLIND)
     return None
+
+
+def _weights_evidence(outcomes) -> str | None:
+    """Scores scaled twice or not at all (from the cases without bias and mask); the mask
+    inverted, applied after the softmax or not at all; a query that sees no key given uniform
+    weights (a finite fill) or NaN."""
+    for outcome in outcomes:
+        if outcome.status != "differs" or "plain" not in outcome.case.tags:
+            continue
+        want, have = outcome.expected["output"].double(), outcome.got["output"].double()
+        if want.shape != have.shape:
+            continue
+        c = outcome.case.facts["c"]
+        for factor, hint in ((1 / math.sqrt(c), TWICE), (math.sqrt(c), UNSCALED)):
+            candidate = torch.softmax(torch.log(want) * factor, dim=-1)
+            if torch.allclose(have, candidate, rtol=1e-6, atol=1e-9):
+                return _(hint)
+    return candidates.matching(outcomes, MASKING, tags=("mask",)) or _blind_rows(outcomes)
 
 
 PADDED = Case("padding mask (2, 1, 5): padded keys get weight 0",
@@ -146,6 +209,19 @@ def _long_mask(n_q: int, n_k: int) -> torch.Tensor:
     mask = torch.ones(2, 1, n_k, dtype=torch.bool)
     mask[1, :, n_k - 5:] = False
     return mask
+
+
+def _large_rows(call, n_q: int = 3, v: int = 0):
+    """q and k scaled by 20 (scores of about ±1000: exp overflows) and a bias of -3000 on query
+    0's row (every score of that row far below 0: exp underflows to 0 without the shift by the
+    row's own max), with lesson 02's padding mask."""
+    def run(f):
+        q, k = randn(2, n_q, 4, seed=61, scale=20.0), randn(2, 5, 4, seed=62, scale=20.0)
+        bias = torch.zeros(n_q, 5, dtype=torch.float64)
+        bias[0] = -3000.0
+        args = (q, k) + ((randn(2, 5, v, seed=63),) if v else ())
+        return call(f, *args, bias, _lengths_mask())
+    return run
 
 
 LARGE_MASKED = N_("scores here reach about ±2000 and some keys are masked: hide the masked "
@@ -196,8 +272,9 @@ check_attention_weights = Check(
                          mask=torch.tensor([[True, False, True, True],
                                             [False, False, False, False],
                                             [True, True, False, False]])),
-             hint="a fully masked row is all -inf, and softmax of that is NaN: give such a "
-                  "row zero weights (see the lesson for why zeros)",
+             hint="a query that may see no key gets a row of zeros (see the lesson for why "
+                  "zeros): neither the softmax of a row of -inf (NaN) nor the uniform weights a "
+                  "finite fill such as -1e9 gives",
              expect=_zero_rows_where_blind),
         Case("fully masked row, values",
              lambda f: f(*_qk((2,), 3, 4, 4, seed=47), mask=BLIND),
@@ -217,8 +294,12 @@ check_attention_weights = Check(
                            "bias": randn(3, 4, seed=59)}),
              hint="gradients flow through the scores, the bias and the softmax; the fully "
                   "masked row has weights 0 and gradient 0, never NaN", tags=("mask",)),
+        Case("rows of large positive and large negative scores: bias -3000 on query 0, a "
+             "padding mask", _large_rows(lambda f, q, k, bias, mask: f(q, k, bias=bias, mask=mask)),
+             hint=LARGE_MASKED, tags=("mask", "large")),
         float32_of(BATCHED),
         float32_of(PADDED),
+        bfloat16_of(PADDED),
         meta_of(PADDED),
     ],
 )
@@ -254,7 +335,11 @@ check_attention_forward = Check(
              lambda f: f(*_qk((2,), 7, 33, 4, seed=71), randn(2, 33, 5, seed=72),
                          mask=_long_mask(7, 33)),
              hint="the output is weights @ v: (*, n_q, c_v), here (2, 7, 5), for any numbers of "
-                  "queries and keys"),
+                  "queries and keys", tags=("size",)),
+        Case("rows of large positive and large negative scores: bias -3000 on query 0, a "
+             "padding mask",
+             _large_rows(lambda f, q, k, v, bias, mask: f(q, k, v, bias=bias, mask=mask), v=3),
+             hint=LARGE_MASKED),
         Case("gradients of a fixed loss w.r.t. q, k and v, with a fully masked row",
              gradients_of(lambda f, q, k, v: f(q, k, v, mask=BLIND),
                           {"q": randn(2, 3, 4, seed=73), "k": randn(2, 4, 4, seed=74),
@@ -262,21 +347,37 @@ check_attention_forward = Check(
              hint="q, k and v all reach the output: weights @ v with no .detach(); the fully "
                   "masked row's output and gradients are 0, never NaN"),
         float32_of(FORWARD_MASKED),
+        bfloat16_of(FORWARD_MASKED),
         meta_of(FORWARD_MASKED),
     ],
 )
 
 
-def _single_head(c_in: int, c: int, x_shape, seed: int, mask=None, gradients=False):
+def _single_head(c_in: int, c: int, x_shape, seed: int, mask=None, gradients=False,
+                 bias=None, scale: float = 1.0):
     """Run SingleHeadAttention(c_in, c) with fixed weights; with `gradients`, also the gradients
     of a fixed loss with respect to x and every parameter."""
     def run(cls):
         module = fill_parameters(cls(c_in, c), seed=seed)
-        x = randn(*x_shape, seed=seed + 7)
+        x = randn(*x_shape, seed=seed + 7, scale=scale)
         if gradients:
-            return with_gradients(lambda x: module(x, mask=mask), {"x": x}, module, seed=seed)
-        return {"output": module(x, mask=mask), **parameter_shapes(module)}
+            return with_gradients(lambda x: module(x, bias=bias, mask=mask), {"x": x}, module,
+                                  seed=seed)
+        return {"output": module(x, bias=bias, mask=mask), **parameter_shapes(module)}
     return run
+
+
+def _blind_causal(L: int, blind: int) -> torch.Tensor:
+    """A causal mask (L, L) in which query `blind` sees no key."""
+    mask = torch.ones(L, L, dtype=torch.bool).tril()
+    mask[blind] = False
+    return mask
+
+
+def _row_bias(L: int, row: int, value: float = -3000.0) -> torch.Tensor:
+    bias = torch.zeros(L, L, dtype=torch.float64)
+    bias[row] = value
+    return bias
 
 
 GRADIENT_HINT = ("the output is right, so look at the gradients: every parameter and x must be "
@@ -313,7 +414,20 @@ check_single_head = Check(
              _single_head(6, 4, (2, 24, 6), seed=81,
                           mask=torch.ones(24, 24, dtype=torch.bool).tril()),
              hint="nothing in forward may depend on a fixed sequence length: L = x.shape[-2]", tags=("size",)),
+        Case("gradients where a query sees no key: x (2, 5, 4), its weights 0, never NaN",
+             _single_head(4, 3, (2, 5, 4), seed=83, mask=_blind_causal(5, 2), gradients=True),
+             hint="a query that sees no key gets attention output 0 (and linear_o's bias): its "
+                  "gradients are numbers, never NaN (lesson 02's attention_weights gives that "
+                  "row zero weights)"),
+        Case("rows of large positive and large negative scores: x x 30, bias -3000 on query 0",
+             _single_head(4, 4, (2, 5, 4), seed=85, bias=_row_bias(5, 0), scale=30.0,
+                          mask=torch.ones(5, 5, dtype=torch.bool).tril()),
+             hint="scores of about ±1000 and a row far below 0: take the weights from your "
+                  "attention (its stable_softmax shifts each row by its own max), never "
+                  "exp(scores) directly"),
         float32_of(SINGLE_MASKED),
+        bfloat16_of(SINGLE_MASKED),
         meta_of(SINGLE_MASKED),
+        deterministic_of(SINGLE_MASKED),
     ],
 )

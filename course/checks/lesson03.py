@@ -6,7 +6,8 @@ import torch
 from course.checks import evidence
 from course.checks.core import Case, Check
 from course.checks.inputs import fill_parameters, parameter_shapes, randn, with_gradients
-from course.checks.kinds import float32_of, gradients_of, meta_of
+from course.checks.kinds import (bfloat16_of, deterministic_of, float32_of, gradients_of,
+                                 meta_of)
 from course.checks.lesson02 import check_attention_forward
 from course.i18n import N_, _
 
@@ -21,6 +22,13 @@ def _counting(*shape: int) -> torch.Tensor:
     return torch.arange(torch.Size(shape).numel(), dtype=torch.float64).view(*shape)
 
 
+SPLIT_BATCH = Case("batch (2, 3): x (2, 3, 5, 8), 4 heads",
+                   lambda f: f(randn(2, 3, 5, 8, seed=303), 4),
+                   hint="leading axes are batch axes: keep them in front, split only the last "
+                        "axis")
+MERGE_BATCH = Case("batch (2, 3): x (2, 3, 4, 5, 2)", lambda f: f(randn(2, 3, 4, 5, 2, seed=313)),
+                   hint="leading axes are batch axes: merge only the last three (N_head, L, c)")
+
 check_split_heads = Check(
     id="03.split_heads",
     target="mha:split_heads",
@@ -31,8 +39,7 @@ check_split_heads = Check(
              shape_hint="the result is (*, N_head, L, c): here (2, 5, 3)"),
         Case("x (4, 6), 3 heads of width 2", lambda f: f(randn(4, 6, seed=301), 3),
              hint=SPLIT_HINT),
-        Case("batch (2, 3): x (2, 3, 5, 8), 4 heads", lambda f: f(randn(2, 3, 5, 8, seed=303), 4),
-             hint="leading axes are batch axes: keep them in front, split only the last axis"),
+        SPLIT_BATCH,
         Case("one head: x (3, 4)", lambda f: f(randn(3, 4, seed=305), 1),
              hint="with N_head=1 the result is x with a size-1 head axis: (1, L, c)"),
         Case("heads of width 1: x (2, 5, 4), 4 heads", lambda f: f(randn(2, 5, 4, seed=307), 4),
@@ -44,8 +51,12 @@ check_split_heads = Check(
              gradients_of(lambda f, x: f(x, 4), {"x": randn(2, 5, 8, seed=319)}),
              hint="split_heads only rearranges x (view, transpose): every entry's gradient "
                   "comes back to where it came from; no .detach(), no copy through numpy"),
+        Case("x (2, 40, 24), 6 heads: longer and wider than the lesson's",
+             lambda f: f(randn(2, 40, 24, seed=321), 6), hint=SPLIT_HINT, tags=("size",)),
         float32_of(Case("x (4, 6), 3 heads of width 2", lambda f: f(randn(4, 6, seed=301), 3),
                         hint=SPLIT_HINT)),
+        bfloat16_of(SPLIT_BATCH),
+        meta_of(SPLIT_BATCH),
     ],
 )
 
@@ -60,8 +71,7 @@ check_merge_heads = Check(
              shape_hint="the result is (*, L, N_head*c): here (5, 6)"),
         Case("x (3, 4, 2): 3 heads, L=4, c=2", lambda f: f(randn(3, 4, 2, seed=311)),
              hint=MERGE_HINT),
-        Case("batch (2, 3): x (2, 3, 4, 5, 2)", lambda f: f(randn(2, 3, 4, 5, 2, seed=313)),
-             hint="leading axes are batch axes: merge only the last three (N_head, L, c)"),
+        MERGE_BATCH,
         Case("undoes split_heads: x (2, 6, 12) split into 4 heads and merged again",
              lambda f: f(randn(2, 6, 12, seed=315).view(2, 6, 4, 3).transpose(-3, -2)),
              hint=MERGE_HINT),
@@ -72,14 +82,18 @@ check_merge_heads = Check(
              gradients_of(lambda f, x: f(x), {"x": randn(2, 3, 5, 2, seed=319)}),
              hint="merge_heads only rearranges x (transpose, reshape): every entry's gradient "
                   "comes back to where it came from; no .detach(), no copy through numpy"),
+        Case("x (2, 6, 40, 4): 6 heads, L=40: longer than the lesson's",
+             lambda f: f(randn(2, 6, 40, 4, seed=323)), hint=MERGE_HINT, tags=("size",)),
         float32_of(Case("x (3, 4, 2): 3 heads, L=4, c=2", lambda f: f(randn(3, 4, 2, seed=311)),
                         hint=MERGE_HINT)),
+        bfloat16_of(MERGE_BATCH),
+        meta_of(MERGE_BATCH),
     ],
 )
 
 
 def _mha(c_in, c, N_head, x_shape, seed, attn_dim=-2, use_bias=False, bias=None, mask=None,
-         gradients=False):
+         gradients=False, scale=1.0):
     """Run MultiHeadAttention(c_in, c, N_head, attn_dim, ...) with fixed weights on a fixed x.
 
     With `gradients`, return the output and the gradients of a fixed loss with respect to x and
@@ -88,13 +102,20 @@ def _mha(c_in, c, N_head, x_shape, seed, attn_dim=-2, use_bias=False, bias=None,
     def run(cls):
         module = cls(c_in, c, N_head, attn_dim=attn_dim, use_bias_for_embeddings=use_bias)
         fill_parameters(module, seed=seed)
-        x = randn(*x_shape, seed=seed + 1)
+        x = randn(*x_shape, seed=seed + 1, scale=scale)
         if gradients:
             return with_gradients(lambda x: module(x, bias=bias, attention_mask=mask), {"x": x},
                                   module, seed=seed)
         out = module(x, bias=bias, attention_mask=mask)
         return {"output": out, **parameter_shapes(module)}
     return run
+
+
+def _row_bias(N_head: int, L: int, value: float = -3000.0) -> torch.Tensor:
+    """(N_head, L, L): 0, but `value` on query 0's row of every head."""
+    bias = torch.zeros(N_head, L, L, dtype=torch.float64)
+    bias[:, 0] = value
+    return bias
 
 
 MASK_AXIS_HINT = ("attention_mask is x.shape[:-1] (no channel axis): a positive attn_dim names "
@@ -210,9 +231,17 @@ check_multi_head_attention = Check(
              _mha(8, 2, 4, (2, 20, 8), seed=353,
                   mask=_padding((2, 20), [(0, 19), (1, 3), (1, 15)])),
              hint="nothing in forward may depend on a fixed sequence length: L comes from x", tags=("size",)),
+        Case("rows of large positive and large negative scores: x x 30, bias -3000 on query 0",
+             _mha(4, 4, 2, (2, 5, 4), seed=355, bias=_row_bias(2, 5), scale=30.0,
+                  mask=_padding((2, 5), [(1, 4)])),
+             hint="scores of about ±1000 and a row far below 0 reach your "
+                  "scaled_dot_product_attention: pass q, k, v, bias and the key mask to it as "
+                  "they are (its stable softmax shifts each row by its own max)"),
         float32_of(MASKED_MHA),
         float32_of(COLUMNS_MHA),
+        bfloat16_of(MASKED_MHA),
         meta_of(MASKED_MHA),
         meta_of(COLUMNS_MHA),  # no mask: the path without one makes no tensor on a fixed device
+        deterministic_of(MASKED_MHA),
     ],
 )

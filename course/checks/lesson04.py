@@ -6,7 +6,8 @@ import torch
 from course.checks.core import Case, Check
 from course.checks.families import LAYER_NORM_EPS, fit, scaled_gap
 from course.checks.inputs import fill_parameters, parameter_shapes, randn, with_gradients
-from course.checks.kinds import float32_of, gradients_of, meta_of
+from course.checks.kinds import (bfloat16_of, deterministic_of, float32_of, gradients_of,
+                                 meta_of)
 from course.confirm.explain import PairBiasWithEps  # the formula with another eps: same names
 from course.i18n import N_, _
 
@@ -17,6 +18,10 @@ BROADCAST_HINT = ("insert the missing size-1 axes between the bias's batch axes 
 def _aligned(bias_shape, scores_ndim, seed):
     return lambda f: f(randn(*bias_shape, seed=seed), scores_ndim)
 
+
+ROW_BIAS = Case("pair bias (B=2, N_head=8, 5, 5) for row scores (2, 4, 8, 5, 5)",
+                _aligned((2, 8, 5, 5), 5, 405), hint=BROADCAST_HINT,
+                shape_hint=BROADCAST_HINT + "; count n = scores_ndim - bias.ndim")
 
 check_broadcastable_bias = Check(
     id="04.broadcastable_bias",
@@ -30,9 +35,7 @@ check_broadcastable_bias = Check(
         Case("bias (2, 3, 4, 4) for scores (2, 3, 4, 4): same rank", _aligned((2, 3, 4, 4), 4, 403),
              hint="when the scores have no more axes than the bias, return the bias unchanged "
                   "(n = 0 size-1 axes)"),
-        Case("pair bias (B=2, N_head=8, 5, 5) for row scores (2, 4, 8, 5, 5)",
-             _aligned((2, 8, 5, 5), 5, 405), hint=BROADCAST_HINT,
-             shape_hint=BROADCAST_HINT + "; count n = scores_ndim - bias.ndim"),
+        ROW_BIAS,
         Case("bias (2, 3, 4, 4) for scores of rank 6: two axes after the batch",
              _aligned((2, 3, 4, 4), 6, 407), hint=BROADCAST_HINT,
              shape_hint=BROADCAST_HINT + "; count n = scores_ndim - bias.ndim"),
@@ -50,11 +53,18 @@ check_broadcastable_bias = Check(
         Case("q != k: bias (2, 3, 4, 7) for scores of rank 5 (cross-attention: 4 queries, 7 keys)",
              _aligned((2, 3, 4, 7), 5, 415),
              hint="the last three axes are (N_head, q, k) as they are, also when q != k "
-                  "(cross-attention): take them from bias.shape[-3:], never as (N_head, L, L)", tags=("size",)),
+                  "(cross-attention): take them from bias.shape[-3:], never as (N_head, L, L)",
+             tags=("size",)),
+        Case("bias (2, 8, 30, 37) for scores of rank 6: more queries and keys than the lesson's",
+             _aligned((2, 8, 30, 37), 6, 419), hint=BROADCAST_HINT, tags=("size",),
+             shape_hint=BROADCAST_HINT + "; count n = scores_ndim - bias.ndim"),
         Case("gradients of a fixed loss w.r.t. the bias (2, 3, 4, 4), scores of rank 6",
              gradients_of(lambda f, bias: f(bias, 6), {"bias": randn(2, 3, 4, 4, seed=417)}),
              hint="the result is a view of the bias (view, reshape, unsqueeze, [:, None]): its "
                   "gradient is the bias's, with no .detach() or copy on the way"),
+        float32_of(ROW_BIAS),
+        bfloat16_of(ROW_BIAS),
+        meta_of(ROW_BIAS),
     ],
 )
 
@@ -172,6 +182,8 @@ check_pair_bias = Check(
         Case("z (1, 24, 24, 4), 2 heads: more residues than the lesson's",
              _pair_bias(4, 2, (1, 24, 24, 4), seed=431), hint=PAIR_HINT, **PAIR_TOLERANCE, tags=("size",)),
         float32_of(PAIR_BATCH),
+        bfloat16_of(PAIR_BATCH),
         meta_of(PAIR_BATCH),
+        deterministic_of(PAIR_BATCH),
     ],
 )

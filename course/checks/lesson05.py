@@ -9,7 +9,8 @@ import torch
 
 from course.checks.core import Case, Check
 from course.checks.inputs import fill_parameters, parameter_shapes, randn, with_gradients
-from course.checks.kinds import float32_of, gradients_of, meta_of
+from course.checks.kinds import (bfloat16_of, deterministic_of, float32_of, gradients_of,
+                                 meta_of)
 from course.checks.lesson02 import check_attention_forward
 from course.checks.lesson03 import check_multi_head_attention
 from course.i18n import N_, _
@@ -138,6 +139,7 @@ check_masked_mean = Check(
                   "divide by the count clamped to at least 1 (a 0/0 replaced afterwards by "
                   "torch.where or nan_to_num still sends NaN back to x)"),
         float32_of(RAGGED_MEAN),
+        bfloat16_of(RAGGED_MEAN),
         meta_of(RAGGED_MEAN),
     ],
 )
@@ -188,6 +190,21 @@ def worked_example(cls):
         module.linear_o.weight.copy_(torch.eye(2))
     x = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], dtype=torch.float64)
     return module(x)
+
+
+def _global_large(cls):
+    """One head, q = mean(x) and k = -x (identity weights): in the first slice every x is about
+    80 u, so its scores are all about -3200 (exp underflows to 0 without the shift by the row's
+    max); in the second, x = (80 u, -240 u, 80 u) gives scores up to about +1070 (exp
+    overflows)."""
+    module = fill_parameters(cls(4, 4, 1, attn_dim=-2, is_global=True), seed=535)
+    with torch.no_grad():
+        module.linear_q.weight.copy_(torch.eye(4))
+        module.linear_k.weight.copy_(-torch.eye(4))
+    u = torch.tensor([1.0, 1.0, 0.0, 0.0], dtype=torch.float64) / 2 ** 0.5
+    x = 80.0 * torch.stack([torch.stack([u, u, u]), torch.stack([u, -3 * u, u])])
+    x = x + randn(2, 3, 4, seed=537, scale=0.1)
+    return {"output": module(x), **parameter_shapes(module)}
 
 
 def _same_summary_everywhere(outputs) -> str | None:
@@ -275,7 +292,14 @@ check_global_attention = Check(
              _global(6, 2, 2, (30, 3, 6), seed=533, attn_dim=-3,
                      mask=_padded((30, 3), [(29, 0), (5, 1), (17, 2)])),
              hint="nothing may depend on a fixed number of sequences: L comes from x", tags=("size",)),
+        Case("rows of large positive and large negative scores: q = mean(x), k = -x, x of "
+             "size about 80", _global_large,
+             hint="the averaged query meets the keys in scores of about ±3000 here: take the "
+                  "weights from your scaled_dot_product_attention (its stable softmax shifts each "
+                  "row by its own max), never exp(scores) directly"),
         float32_of(GLOBAL_PADDED),
+        bfloat16_of(GLOBAL_PADDED),
         meta_of(GLOBAL_PADDED),
+        deterministic_of(GLOBAL_PADDED),
     ],
 )

@@ -12,7 +12,8 @@ import torch
 
 from course.checks.core import Case, Check
 from course.checks.inputs import fill_parameters, parameter_shapes, randn, with_gradients
-from course.checks.kinds import float32_of, meta_of
+from course.checks.kinds import bfloat16_of, deterministic_of, float32_of, meta_of
+from course.i18n import N_, _
 from course.checks.lesson03 import check_multi_head_attention
 from course.checks.lesson05 import check_global_attention
 
@@ -21,7 +22,7 @@ GATE_HINT = ("gate = sigmoid(linear_g(x)) from the module's input x (after the m
 
 
 def _gated(c_in, c, N_head, x_shape, seed, attn_dim=-2, is_global=False, use_bias=False,
-           bias=None, mask=None, set_to=None, gradients=False):
+           bias=None, mask=None, set_to=None, gradients=False, scale=1.0):
     """Run a gated MultiHeadAttention with fixed weights; `set_to` overrides some parameters.
 
     With `gradients`, return the output and the gradients of a fixed loss with respect to x and
@@ -35,13 +36,88 @@ def _gated(c_in, c, N_head, x_shape, seed, attn_dim=-2, is_global=False, use_bia
             for name, value in (set_to or {}).items():
                 parameter = module.get_parameter(name)
                 parameter.copy_(torch.as_tensor(value, dtype=parameter.dtype).expand_as(parameter))
-        x = randn(*x_shape, seed=seed + 1)
+        x = randn(*x_shape, seed=seed + 1, scale=scale)
         if gradients:
             return with_gradients(lambda x: module(x, bias=bias, attention_mask=mask), {"x": x},
                                   module, seed=seed)
         out = module(x, bias=bias, attention_mask=mask)
         return {"output": out, **parameter_shapes(module)}
     return run
+
+
+def _row_bias(N_head: int, L: int, value: float = -3000.0) -> torch.Tensor:
+    """(N_head, L, L): 0, but `value` on query 0's row of every head."""
+    bias = torch.zeros(N_head, L, L, dtype=torch.float64)
+    bias[:, 0] = value
+    return bias
+
+
+GATE_FROM_O = N_("your output is the gate computed from the attention output o, "
+                 "sigmoid(linear_g(o)) * o: the gate is a branch parallel to the attention, "
+                 "computed from the module's input x (after the movedim), not from the "
+                 "attention output o: o = sigmoid(linear_g(x)) * o, then linear_o")
+NO_SIGMOID = N_("your gate multiplies o by linear_g(x) itself, without the sigmoid: squash it, "
+                "o = sigmoid(linear_g(x)) * o, so that each gate lies in (0, 1)")
+GLOBAL_UNGATED = N_("your global attention's output is not gated (the row and column paths "
+                    "are): global attention shares one summary per slice, but the gate "
+                    "sigmoid(linear_g(x)) comes from each position's own x: gate the global "
+                    "output too, per position, before linear_o")
+AFTER_O = N_("your gate multiplies linear_o's result: the gate acts on o (N_head*c channels) "
+             "BEFORE linear_o, o = sigmoid(linear_g(x)) * o, then linear_o(o)")
+NO_GATE = N_("your output is that of the ungated module: with gated=True, multiply o by "
+             "sigmoid(linear_g(x)) before linear_o")
+GATE_ADDED = N_("your gate is added to o: the gate multiplies o, channel by channel, "
+                "o = sigmoid(linear_g(x)) * o, before linear_o")
+ATTENTION = ("mha:MultiHeadAttention._attention", "mha:MultiHeadAttention._global_attention")
+
+
+def _linear(t, state, name):
+    return t @ state[f"{name}.weight"].T + state[f"{name}.bias"]
+
+
+GATE_FORMULAS = [  # (hint, output from x (after movedim), o (before the gate) and the state)
+    (GATE_FROM_O, lambda x, o, st: _linear(torch.sigmoid(_linear(o, st, "linear_g")) * o, st,
+                                           "linear_o")),
+    (NO_SIGMOID, lambda x, o, st: _linear(_linear(x, st, "linear_g") * o, st, "linear_o")),
+    (AFTER_O, lambda x, o, st: torch.sigmoid(_linear(x, st, "linear_g")) *
+     _linear(o, st, "linear_o")),
+    (GATE_ADDED, lambda x, o, st: _linear(torch.sigmoid(_linear(x, st, "linear_g")) + o, st,
+                                          "linear_o")),
+    (NO_GATE, lambda x, o, st: _linear(o, st, "linear_o")),
+]
+
+
+def _gate_source(outcomes) -> str | None:
+    """Where the gate comes from and where it acts: the one wrong formula that gives the
+    student's output from the reference's own attention output o (recorded) in every case that
+    differs."""
+    found = []
+    for outcome in outcomes:
+        if outcome.status != "differs" or outcome.case.variant is not None or \
+                outcome.key != "output":
+            continue
+        call = next((c for c in outcome.calls if c["target"] in ATTENTION), None)
+        if call is None or not call.get("state") or "linear_g.weight" not in call["state"]:
+            continue
+        found.append((call["args"]["x"], call["output"], call["state"],
+                      outcome.got["output"].double(), call["target"]))
+    globals_only = found and all(target.endswith("_global_attention") for *_, target in found)
+    for hint, formula in GATE_FORMULAS:
+        matched = 0
+        for x, o, state, got, _target in found:
+            try:
+                candidate = formula(x, o, state)
+            except RuntimeError:
+                break
+            if candidate.shape != got.shape and candidate.movedim(-2, -3).shape == got.shape:
+                candidate = candidate.movedim(-2, -3)
+            if candidate.shape != got.shape or not torch.allclose(candidate, got, rtol=1e-6,
+                                                                  atol=1e-9):
+                break
+            matched += 1
+        if found and matched == len(found):
+            return _(GLOBAL_UNGATED if hint == NO_GATE and globals_only else hint)
+    return None
 
 
 def _gated_and_ungated(cls):
@@ -77,6 +153,7 @@ check_gate = Check(
     lesson="06",
     uses=(check_multi_head_attention,),
     provides=(),  # the gate sits in forward, which every MultiHeadAttention check runs
+    diagnose=_gate_source,
     cases=[
         Case("parameters of MultiHeadAttention(6, 4, 2, gated=True): c_in != N_head*c",
              lambda cls: parameter_shapes(cls(6, 4, 2, gated=True)),
@@ -106,8 +183,18 @@ check_gate = Check(
              _gated(8, 4, 2, (2, 5, 8), seed=613, gradients=True),
              hint="the output is right, so look at the gradients: linear_g and x (through the "
                   "gate too) must be connected to the output, or the gate never learns"),
+        Case("x (2, 24, 8): longer than the lesson's", _gated(8, 4, 2, (2, 24, 8), seed=615),
+             hint="nothing in forward may depend on a fixed sequence length: the gate is per "
+                  "position, sigmoid(linear_g(x)) of shape (*, L, N_head*c), for any L",
+             tags=("size",)),
+        Case("rows of large positive and large negative scores: x x 30, bias -3000 on query 0",
+             _gated(8, 4, 2, (2, 5, 8), seed=617, bias=_row_bias(2, 5), scale=30.0),
+             hint="scores of about ±1000 and a row far below 0: the attention's stable softmax "
+                  "handles them, and the gate multiplies its output as it is"),
         float32_of(GATE_FROM_X),
+        bfloat16_of(GATE_FROM_X),
         meta_of(GATE_FROM_X),
+        deterministic_of(GATE_FROM_X),
     ],
 )
 
@@ -151,6 +238,7 @@ check_full_module = Check(
     lesson="06",
     uses=(check_multi_head_attention, check_global_attention, check_gate),
     provides=(),
+    diagnose=_gate_source,
     cases=[
         ROW_FULL,
         Case("column attention (attn_dim=-3) with padding and gate: MSA (2, 5, 3, 6)",
@@ -209,9 +297,29 @@ check_full_module = Check(
                     gradients=True),
              hint="the output is right, so look at the gradients: x and every parameter "
                   "(linear_g included) must be connected to the output"),
+        Case("gradients with a column that is all padding: gated global attention, MSA (4, 3, 6)",
+             _gated(6, 2, 2, (4, 3, 6), seed=651, attn_dim=-3, is_global=True,
+                    mask=torch.ones(4, 3, dtype=torch.bool).index_put_(
+                        (torch.arange(4), torch.tensor([1, 1, 1, 1])), torch.tensor(False)),
+                    gradients=True),
+             hint="a column that is all padding sees no key: its attention output is 0, so its "
+                  "output is linear_o's bias, and every gradient is a number, never NaN"),
+        Case("row attention with pair bias and padding, MSA (2, 24, 8): longer than the lesson's",
+             _gated(8, 4, 2, (2, 24, 8), seed=653, bias=_pair_bias(2, 24, seed=655),
+                    mask=torch.ones(2, 24, dtype=torch.bool).index_put_(
+                        (torch.tensor([0, 1]), torch.tensor([23, 7])), torch.tensor(False))),
+             hint="nothing in forward may depend on a fixed sequence length: L comes from x",
+             tags=("size",)),
+        Case("rows of large positive and large negative scores: x x 30, pair bias -3000 on "
+             "query 0", _gated(8, 4, 2, (3, 5, 8), seed=657, bias=_row_bias(2, 5), scale=30.0,
+                               mask=torch.ones(3, 5, dtype=torch.bool)),
+             hint="scores of about ±1000 and a row far below 0: the attention's stable softmax "
+                  "handles them, and the gate multiplies its output as it is"),
         float32_of(ROW_FULL),
         float32_of(GLOBAL_FULL),
+        bfloat16_of(ROW_FULL),
         meta_of(ROW_FULL),
         meta_of(GLOBAL_FULL),
+        deterministic_of(ROW_FULL),
     ],
 )

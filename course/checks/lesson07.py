@@ -15,7 +15,8 @@ import torch
 from course.checks import evidence
 from course.checks.core import Case, Check
 from course.checks.inputs import fill_parameters, parameter_shapes, randn, with_gradients
-from course.checks.kinds import float32_of, gradients_of, meta_of
+from course.checks.kinds import (bfloat16_of, deterministic_of, float32_of, gradients_of,
+                                 meta_of)
 from course.checks.lesson02 import check_attention_forward, check_causal_mask
 from course.checks.lesson03 import check_merge_heads, check_multi_head_attention, check_split_heads
 from course.i18n import N_, _
@@ -119,6 +120,14 @@ check_sinusoidal_encoding = Check(
              hint="return the encoding in the `dtype` asked for (compute in float64, then .to(dtype))"),
         Case("PE(pos + k) is a fixed linear map of PE(pos)", lambda f: f(20, 8),
              hint=FREQUENCY_HINT, expect=_offset_is_linear),
+        Case("dtype=torch.bfloat16: L=6, d_model=4", lambda f: f(6, 4, dtype=torch.bfloat16),
+             hint="return the encoding in the `dtype` asked for (compute in float64, then "
+                  ".to(dtype))"),
+        Case("dtype=torch.float32, L=4096, d_model=8: positions far past the lesson's",
+             lambda f: f(4096, 8, dtype=torch.float32),
+             hint="compute the angles in float64 and cast the table to `dtype` at the end: "
+                  "float32 keeps about 7 digits, so an angle pos / base**(2i/d_model) computed "
+                  "in float32 is off by about 1e-4 at pos 4096", tags=("size",)),
     ],
 )
 
@@ -224,6 +233,7 @@ check_rope = Check(
              hint="x reaches the output through x * cos and rotate_half(x) * sin: no .detach(), "
                   "and no in-place change of x or of a slice of it"),
         float32_of(ROPE_HEADS),
+        bfloat16_of(ROPE_HEADS),
         meta_of(ROPE_HEADS),
     ],
 )
@@ -284,6 +294,9 @@ RMS_CANDIDATES = [  # (hint, the wrong formula as a function of x, weight, eps)
      lambda x, w, eps: x / torch.sqrt(x.pow(2).mean() + eps) * w),
     (N_("a mean, not a sum: mean(x**2, dim=-1) is the sum of the squares divided by d_model"),
      lambda x, w, eps: x / torch.sqrt(x.pow(2).sum(-1, keepdim=True) + eps) * w),
+    (N_("your mean runs over the positions (dim=-2), not over each row's channels: RMSNorm "
+        "normalises every position on its own, mean(x**2, dim=-1, keepdim=True)"),
+     lambda x, w, eps: x / torch.sqrt(x.pow(2).mean(-2, keepdim=True) + eps) * w),
 ]
 
 
@@ -343,8 +356,14 @@ check_rms_norm = Check(
         Case("gradients w.r.t. x and weight", _rms_gradients,
              hint="the gradient must flow through the root mean square too (no .detach() on "
                   "rms) and reach `weight`, which multiplies the normalised x. " + RMS_FORMULA),
+        Case("x (2, 30, 48): wider and longer than the lesson's",
+             _rms(48, randn(2, 30, 48, seed=763), seed=765),
+             hint="nothing may depend on a fixed d_model: the mean runs over the last axis, "
+                  "whatever its size", facts={"eps": 1e-6}, tags=("size",)),
         float32_of(RMS_BATCH),
+        bfloat16_of(RMS_BATCH),
         meta_of(RMS_BATCH),
+        deterministic_of(RMS_BATCH),
     ],
 )
 
@@ -412,6 +431,17 @@ def _is_causal(outputs) -> str | None:
     return None
 
 
+def _block_large(cls):
+    """Scores of about ±1000 and a row far below 0: norm_attn's weight 30 makes x large, and
+    linear_k = -linear_q makes q_i . k_j = -q_i . q_j, so that query 0, which sees key 0 only,
+    scores about -|q_0|^2 / sqrt(c), and queries that meet an opposite key score far above 0."""
+    module = fill_parameters(cls(8, 2, 16, rope=False), seed=801)
+    with torch.no_grad():
+        module.norm_attn.weight.fill_(30.0)
+        module.attn.linear_k.weight.copy_(-module.attn.linear_q.weight)
+    return {"output": module(randn(2, 6, 8, seed=803)), **parameter_shapes(module)}
+
+
 def _block_gradients(cls):
     module = fill_parameters(cls(8, 2, 12), seed=781)
     return with_gradients(module, {"h": randn(2, 4, 8, seed=783)}, module, seed=785)
@@ -469,8 +499,15 @@ check_decoder_block = Check(
         Case("h (2, 20, 8): longer than the lesson's", _block(8, 2, 16, (2, 20, 8), seed=799),
              hint="nothing in forward may depend on a fixed sequence length: L = h.shape[-2], "
                   "causal_mask(L) and the positions 0 .. L-1 of that length", tags=("size",)),
+        Case("rows of large positive and large negative scores: norm_attn.weight 30, "
+             "linear_k = -linear_q", _block_large,
+             hint="scores of about ±1000 and a row far below 0 reach your "
+                  "scaled_dot_product_attention: pass q, k, v and the causal mask to it as they "
+                  "are (its stable softmax shifts each row by its own max)"),
         float32_of(BLOCK_ROPE_CASE),
+        bfloat16_of(BLOCK_ROPE_CASE),
         meta_of(BLOCK_ROPE_CASE),
+        deterministic_of(BLOCK_ROPE_CASE),
     ],
 )
 
@@ -565,6 +602,20 @@ CROSS_MASKED = Case("memory_mask (2, 6), lengths 6 and 3: x (2, 4, 8), memory (2
                     hint=MEMORY_MASK_HINT, tags=("mask",))
 
 
+def _cross_large(cls):
+    """Scores of about ±1500 and a row far below 0: linear_k = -linear_q, x = (80 u, -80 u) and
+    every memory position about 80 u, so that query 0 scores about -6400 u.W u / sqrt(c) on every
+    key and query 1 as much above 0."""
+    module = fill_parameters(cls(8, 2), seed=845)
+    with torch.no_grad():
+        module.linear_k.weight.copy_(-module.linear_q.weight)
+    u = randn(8, seed=847)
+    u = u / u.norm()
+    x = 80.0 * torch.stack([u, -u])[None] + randn(1, 2, 8, seed=849, scale=0.1)
+    memory = 80.0 * u.expand(1, 3, 8) + randn(1, 3, 8, seed=851, scale=0.1)
+    return {"output": module(x, memory), **parameter_shapes(module)}
+
+
 def _cross_gradients_empty(cls):
     """A source sentence that is all padding: its queries see no key (output: linear_o's bias)."""
     module = fill_parameters(cls(8, 2), seed=835)
@@ -613,7 +664,14 @@ check_cross_attention = Check(
         Case("x (2, 3, 8) attends to memory (2, 30, 8): a longer source",
              _cross(8, 2, (2, 3, 8), (2, 30, 8), seed=843, mask=_lengths_mask([30, 11], 30)),
              hint="L_q and L_k differ and may be of any size: " + CROSS_HINT, tags=("mask", "size")),
+        Case("rows of large positive and large negative scores: linear_k = -linear_q, x and "
+             "memory of size about 80", _cross_large,
+             hint="scores of about ±1500 and a row far below 0 reach your "
+                  "scaled_dot_product_attention: pass q, k, v and the key mask to it as they "
+                  "are (its stable softmax shifts each row by its own max). " + CROSS_HINT),
         float32_of(CROSS_MASKED),
+        bfloat16_of(CROSS_MASKED),
         meta_of(CROSS_MASKED),
+        deterministic_of(CROSS_MASKED),
     ],
 )

@@ -8,7 +8,7 @@ import torch
 from course.checks.core import Case, Check
 from course.checks.inputs import (fill_parameters, inputs_unchanged, no_input_modified,
                                   parameter_shapes, randn, with_gradients)
-from course.checks.kinds import float32_of, meta_of
+from course.checks.kinds import bfloat16_of, deterministic_of, float32_of, meta_of
 from course.checks.lesson02 import check_attention_weights, check_causal_mask
 from course.confirm.standins import same
 from course.i18n import N_, _
@@ -53,6 +53,19 @@ def _gradients(gate: str, seed: int):
         module = _module(cls, gate, seed)
         return with_gradients(module, {"x": randn(2, 5, D_MODEL, seed=seed + 1)}, module=module,
                               seed=seed + 2)
+    return run
+
+
+def _large(gate: str, seed: int):
+    """The key rows of qkv set to minus the query rows and x scaled by 40: q_i . k_j =
+    -q_i . q_j, so query 0 (which sees key 0 only) scores about -|q_0|^2 / sqrt(head_dim), far
+    below 0, and queries that meet an opposite key score far above 0."""
+    def run(cls):
+        module = _module(cls, gate, seed)
+        with torch.no_grad():
+            module.qkv.weight[D_MODEL:2 * D_MODEL] = -module.qkv.weight[:D_MODEL]
+        return {"output": module(randn(2, 5, D_MODEL, seed=seed + 1, scale=40.0)),
+                **parameter_shapes(module)}
     return run
 
 
@@ -164,8 +177,21 @@ def _cases(gate: str, width_text: str, seed: int) -> list[Case]:
         Case("x (2, 24, 8): longer than the lesson's", _forward(gate, (2, 24, D_MODEL), seed + 80),
              hint="nothing may depend on a fixed sequence length: the gate scores are per "
                   "token, (*, L, n_heads, width), for any L", tags=("forward", "size")),
+    ] + _kinds(gate, batched, seed)
+
+
+def _kinds(gate: str, batched: Case, seed: int) -> list[Case]:
+    """Rows of large scores, and the kinds derived from the batched case (course/checks/kinds.py)."""
+    return [
+        Case("rows of large positive and large negative scores: k = -q, x x 40",
+             _large(gate, seed + 90),
+             hint="scores of about ±1000 and a row far below 0: the attention's stable softmax "
+                  "handles them (attend() is given); the gate multiplies its output as it is",
+             tags=("forward",)),
         float32_of(batched),
+        bfloat16_of(batched),
         meta_of(batched),
+        deterministic_of(batched),
     ]
 
 

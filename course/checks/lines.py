@@ -45,7 +45,8 @@ def fail_header(check_id: str, name: str) -> str:
 CASE_NAME = "case name"  # the catalog's context for the names of cases
 # what course/checks/kinds.py appends to the name of a case it derives (", in float32", ...)
 _SUFFIXES = [(re.compile(r"(?P<base>.+), in (?P<dtype>float32|bfloat16|float16)"), N_("in {dtype}")),
-             (re.compile(r"(?P<base>.+), on the meta device"), N_("on the meta device"))]
+             (re.compile(r"(?P<base>.+), on the meta device"), N_("on the meta device")),
+             (re.compile(r"(?P<base>.+), called twice"), N_("called twice"))]
 
 
 def case_name(name: str) -> str:

@@ -18,14 +18,15 @@ from course.i18n import _, listed
 SHOWN_NAMES = 3
 
 
-def fail(check, outcomes: list) -> CheckFailed:
-    """CheckFailed for outcomes of which at least one failed."""
+def fail(check, outcomes: list, tally: bool = True) -> CheckFailed:
+    """CheckFailed for outcomes of which at least one failed (`tally`: with the line that counts
+    the failing cases)."""
     shown, hint, notes = hints.choose(check, outcomes)
     text = [lines.fail_header(check.id, shown.case.name), f"  {localised(shown.problem)}"]
     text += where_lines(shown)
     text.append("  " + _("hint: {hint}").format(hint=hint))
     text += [f"  {note}" for note in notes]
-    text += tally(outcomes)
+    text += count(outcomes) if tally else []
     return CheckFailed("\n".join(text), errors(outcomes))
 
 
@@ -41,7 +42,7 @@ def where_lines(outcome) -> list[str]:
     return found
 
 
-def tally(outcomes: list) -> list[str]:
+def count(outcomes: list) -> list[str]:
     """How many cases fail, and which (the first few)."""
     failing = [lines.case_name(o.case.name) for o in outcomes if o.failed]
     if len(outcomes) < 2 or len(failing) < 2:

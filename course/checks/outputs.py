@@ -12,12 +12,28 @@ import torch
 Outputs = Mapping[str, torch.Tensor]
 
 
+class Gradients(dict):
+    """A case's outputs in which some gradients never arrived: autograd gave None for the names
+    in `missing` (their tensors hold NaN, so that the comparison fails), which a message names
+    as missing, not as NaN the code computed."""
+
+    def __init__(self, values=(), missing=()):
+        super().__init__(values)
+        self.missing = frozenset(missing)
+
+
+def missing(outputs) -> frozenset:
+    """The names of the gradients that never arrived (see Gradients)."""
+    return getattr(outputs, "missing", frozenset())
+
+
 def as_outputs(result: Any) -> dict[str, torch.Tensor]:
     """Normalise what a case returns to a dict of tensors."""
     if isinstance(result, torch.Tensor):
         return {"output": result.detach()}
     if isinstance(result, Mapping):
-        return {str(k): _tensor(v) for k, v in result.items()}
+        found = {str(k): _tensor(v) for k, v in result.items()}
+        return Gradients(found, missing(result)) if missing(result) else found
     if isinstance(result, (tuple, list)):
         return {f"output[{i}]": _tensor(v) for i, v in enumerate(result)}
     return {"output": _tensor(result)}

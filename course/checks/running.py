@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from course.checks.outputs import Outputs, as_outputs, first_difference
+from course.checks.outputs import Outputs, as_outputs, first_difference, missing
 from course.checks.where import Where, student_frames
 from course.confirm.standins import Patch, Replay
 from course.i18n import _
@@ -113,6 +113,11 @@ def run_case(check, case, impl: Any, reference) -> Outcome:
         return Outcome(case, "inplace", problem=guard.modified[0])
     if result is None:
         return Outcome(case, "none", problem=_("returned None: is a `return` statement missing?"))
+    part = _none_inside(result)
+    if part is not None:
+        return Outcome(case, "none", problem=_("returned None (in the case's output '{part}'): "
+                                               "is a `return` missing, or a variable still None "
+                                               "on this path?").format(part=part))
     try:
         got = as_outputs(result)
     except (TypeError, ValueError, RuntimeError) as err:
@@ -122,11 +127,24 @@ def run_case(check, case, impl: Any, reference) -> Outcome:
         return _probe(case, got)
     expected = reference.outputs(check, case)
     key, problem = first_difference(expected, got, case.atol, case.rtol)
+    if key in missing(got) and key in expected and not bool(torch.isnan(expected[key]).all()):
+        problem = _("{key}: no gradient arrived (autograd gave None: nothing in your code "
+                    "connects it to the output), where the reference's has numbers").format(
+            key=key)
     outcome = Outcome(case, "differs" if problem else "pass", problem=problem or "",
                       expected=expected, got=got, key=key)
     if problem and case.accept is not None:
         _accept(outcome)
     return outcome
+
+
+def _none_inside(result) -> str | None:
+    """Where a tuple, list or dict result holds None ("output[1]", "lse"), or None."""
+    if isinstance(result, (tuple, list)):
+        return next((f"output[{i}]" for i, v in enumerate(result) if v is None), None)
+    if isinstance(result, dict):
+        return next((str(k) for k, v in result.items() if v is None), None)
+    return None
 
 
 def _accept(outcome: Outcome) -> None:

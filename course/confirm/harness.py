@@ -67,8 +67,11 @@ def _as_outputs(result) -> dict:
         items = {"output": result}
     elif isinstance(result, dict):
         items = {f"output[{k}]": v for k, v in result.items()}
-    elif isinstance(result, (tuple, list)):
-        items = {f"output[{i}]": v for i, v in enumerate(result)}
+    elif isinstance(result, (tuple, list)):  # a nested pair, (out, (S, z)), by its indices
+        items = {f"output[{i}][{j}]" if isinstance(v, (tuple, list)) else f"output[{i}]":
+                 w if isinstance(v, (tuple, list)) else v
+                 for i, v in enumerate(result)
+                 for j, w in (enumerate(v) if isinstance(v, (tuple, list)) else [(0, v)])}
     elif result is None:
         raise TypeError("returned None (is a `return` statement missing?)")
     else:
@@ -130,6 +133,37 @@ def _on_device(call, args, kwargs) -> dict:
     return {ON_DEVICE: torch.tensor(bool(found) and all(t.device.type == "meta" for t in found))}
 
 
+REPEATED = "the same output each time"
+
+
+def _repeated(call, module, args, kwargs) -> dict:
+    """A case run twice (a module in training mode, as every case runs), each from another state
+    of torch's random generator: whether the two agree (no dropout left on)."""
+    if module is not None:
+        module.train(True)
+    runs = []
+    for seed in (1, 2):
+        with torch.random.fork_rng(devices=[]), torch.no_grad():
+            torch.manual_seed(seed)
+            runs.append(_as_outputs(call(*_clone(args), **_clone(kwargs))))
+    return {REPEATED: torch.tensor(_identical(runs[0], runs[1]))}
+
+
+def _identical(a: dict, b: dict) -> bool:
+    if a.keys() != b.keys():
+        return False
+    for key, x in a.items():
+        y = b[key]
+        if x.shape != y.shape or x.dtype != y.dtype:
+            return False
+        if x.dtype.is_floating_point:
+            if not bool(((x == y) | (torch.isnan(x) & torch.isnan(y))).all()):
+                return False
+        elif not torch.equal(x, y):
+            return False
+    return True
+
+
 def _loss_weights(shape, seed, dtype):
     generator = torch.Generator().manual_seed(int(seed))
     return torch.randn(tuple(shape), generator=generator, dtype=torch.float64).to(dtype)
@@ -147,8 +181,12 @@ def run_case(impl, case: dict) -> dict:
           parameter ("grad param <name>").
       "init": torch.manual_seed(case["torch_seed"]), build the module (no state), return its
           state ("state <name>"): how the module initialises its parameters.
+    case["repeat"]: the call twice (from other random states); the one output says whether the
+    two agree.
     case["dtype"] ("float32", ...): floating arguments and the module's parameters in that dtype
-    (the outputs' dtype is then part of the answer). case["device"] ("meta"): arguments and
+    (the outputs' dtype is then part of the answer). case["backward_peak_below"] (bytes, with
+    "grad"): also PEAK, whether forward and backward together held fewer bytes above the inputs
+    than that (CPU profiler), where a lesson promises memory (lesson 09's tiles). case["device"] ("meta"): arguments and
     module on that device, where tensors have no values; the one output says whether every
     result is on it (a tensor made on a fixed device inside the code raises or lands elsewhere).
     Every other call also returns "inputs modified": one bool per tensor argument.
@@ -176,12 +214,17 @@ def run_case(impl, case: dict) -> dict:
         call = impl
     if device is not None:
         return _on_device(call, args, kwargs)
+    if case.get("repeat"):
+        return _repeated(call, module, args, kwargs)
     before = [t.clone() for t in inputs]
     if not grad:
         with torch.no_grad():
             outputs = _as_outputs(call(*args, **kwargs))
     else:
         outputs = _with_gradients(call, args, kwargs, module, case.get("loss_seed", 0))
+        if case.get("backward_peak_below") is not None:
+            peak = _training_peak(call, _clone(args), _clone(kwargs))
+            outputs[PEAK] = torch.tensor(peak < int(case["backward_peak_below"]))
     outputs["inputs modified"] = torch.tensor(
         [not torch.equal(b, t.detach()) for b, t in zip(before, inputs)], dtype=torch.bool)
     return outputs
@@ -212,6 +255,35 @@ def _with_gradients(call, args, kwargs, module, loss_seed) -> dict:
     for _, t in leaves:
         t.requires_grad_(False)
     return outputs
+
+
+PEAK = "forward and backward held less than the limit"
+
+
+def _training_peak(call, args, kwargs) -> int:
+    """Peak bytes above the inputs of call(*args, **kwargs) and its backward (gradient of the
+    output's sum), from the CPU profiler's allocation events, replayed in order."""
+    from torch.profiler import ProfilerActivity, profile
+
+    for t in _tensors([args, kwargs], []):
+        if t.is_floating_point():
+            t.requires_grad_(True)
+
+    def run():
+        with torch.enable_grad():
+            out = call(*args, **kwargs)
+            out.backward(torch.ones_like(out))
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        run()
+    cpu = torch.autograd.DeviceType.CPU
+    events = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
+                    if e.name() == "[memory]" and e.device_type() == cpu)
+    current = peak = 0
+    for _, nbytes in events:
+        current += nbytes
+        peak = max(peak, current)
+    return peak
 
 
 class _Nothing:

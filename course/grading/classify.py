@@ -43,17 +43,18 @@ def _probes(visible: Visible, found: Classified) -> None:
             found.module_problem[module] = str(record.get("error", ""))[:2000]
         elif record.get("ok") is None:
             found.statuses.add("timeout" if record.get("timed_out") or record.get("cpu_limit")
-                               else "crashed")
+                               else "memory-limit" if record.get("memory_limit") else "crashed")
             found.module_problem[module] = (
                 "importing it did not finish in time" if record.get("timed_out") else
                 "importing it used up the CPU-time limit" if record.get("cpu_limit") else
+                f"importing it: {record.get('message')}" if record.get("memory_limit") else
                 f"importing it killed the process ({record.get('message')})")
     for module, what in found.module_problem.items():
         found.problems.append(f"exercises/{module}.py: {what}")
 
 
 def _lesson_statuses(notebook: str, records: list[dict], found: Classified) -> None:
-    if any(ran_out_of_memory(r.get("raised", [])) for r in records):
+    if any(ran_out_of_memory(r.get("raised", [])) or r.get("memory_limit") for r in records):
         found.statuses.add("memory-limit")
     if any(kernel_died(r) or "Kernel dead" in r.get("message", "") for r in records):
         found.statuses.add("crashed")
@@ -74,6 +75,8 @@ def _message(ctx: ClassContext, check_id: str, passed: bool, message: str, recor
     if record.get("cpu_limit"):
         return (f"TIMEOUT: the check cell used up the CPU-time limit ({settings.cpu():g} "
                 "CPU-seconds; many threads, or an endless loop?)")
+    if record.get("memory_limit"):
+        return f"MEMORY: {record.get('message')}"
     return message
 
 

@@ -269,7 +269,7 @@ def main(argv=None) -> int:
                              "adds and updates students)")
     parser.add_argument("--roster", type=Path, help="roster CSV: name folders as it does")
     args = parser.parse_args(argv)
-    os.umask(0o077)
+    umask = os.umask(0o077)  # what collect writes is the instructor's alone
     try:
         handles = collect(args.source, args.submissions, args.roster)
     except RosterError as err:
@@ -280,6 +280,8 @@ def main(argv=None) -> int:
             raise
         print(err.code, file=sys.stderr)
         return 2
+    finally:
+        os.umask(umask)
     lines, problems = report_lines(handles)
     rows = handles["report"]
     counts = {state: sum(r.state == state for r in rows) for state in ("new", "updated", "unchanged")}

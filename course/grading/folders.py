@@ -38,6 +38,11 @@ def check_folders(submissions: Path, out: Path) -> None:
                          "the collected submissions")
     if submissions.is_relative_to(out):
         raise UsageError("SUBMISSIONS lies inside OUT; give two separate folders")
+    if out.is_relative_to(submissions):
+        inside = out.relative_to(submissions).parts
+        where = f"in the folder of the student {shown(inside[0])!r}, " if inside else ""
+        raise UsageError(f"OUT={out} lies inside SUBMISSIONS ({where}where every folder is a "
+                         "student's); keep OUT beside it, e.g. OUT=../class/grades")
 
 
 def students_in(submissions: Path, out: Path) -> tuple[list[Path], list[str]]:

@@ -6,8 +6,9 @@ environment, cwd /) imports torch and nothing of the course, then waits on the s
 each request it forks a copy of itself (copy-on-write: nothing written by one copy reaches the
 server or another copy) that joins the namespaces of a bubblewrap sandbox the grader has just
 made (its mount, PID, network, IPC, UTS, cgroup and user namespaces), drops every capability,
-forks once more (to be inside the sandbox's PID namespace), sets the resource limits, and runs
-the requested script there with its argv, environment, cwd and sys.path. The server never runs
+forks once more (to be inside the sandbox's PID namespace), takes a session keyring of its own,
+installs the grader's seccomp filter (as bubblewrap does for what it starts), sets the resource
+limits, and runs the requested script there with its argv, environment, cwd and sys.path. The server never runs
 a student's code and holds nothing secret: no seed, no expected outputs, no host paths but the
 Python environment's. The first copy reports the script's exit code on a pipe of its own.
 
@@ -16,10 +17,14 @@ Request (one JSON message, file descriptors alongside: stdout, stderr, status):
      "script": "/grader/cells.py", "args": [...], "env": {...}, "cwd": "/course",
      "path": ["/course"], "rlimits": {"AS": [soft, hard], "NPROC": ...},
      "as": [uid, gid] of the job slot when the grader runs as root (course/grading/identity.py),
-           else null}
+           else null,
+     "keyctl": the keyctl system call's number (a session keyring of its own), or null,
+     "seccomp": the seccomp filter (base64 of a `struct sock_filter[]`, course/grading/
+                seccomp.py) every sandboxed process runs under, or null}
 This file imports only the standard library and torch: it must run without the course on
 sys.path.
 """
+import base64
 import ctypes
 import fcntl
 import gc
@@ -40,6 +45,8 @@ CLONE_NEWUSER = 0x10000000
 NS_GET_USERNS = 0xB701
 PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS, PR_CAPBSET_DROP, PR_CAP_AMBIENT = 1, 38, 24, 47
 PR_SET_DUMPABLE = 4
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+KEYCTL_JOIN_SESSION_KEYRING = 1
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 CAP_VERSION_3 = 0x20080522
 FAILED_TO_ENTER = 125  # the exit code of a copy that could not enter its sandbox
@@ -119,6 +126,25 @@ def drop_capabilities() -> None:
         raise OSError(f"capabilities left after dropping them: {caps}")
 
 
+class _Program(ctypes.Structure):  # struct sock_fprog
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def confine(request: dict) -> None:
+    """What bubblewrap does for the processes it starts itself: a session keyring of this
+    process's own (not the grader's), then the grader's seccomp filter (no_new_privs is set
+    already); fail closed if the filter cannot be had."""
+    if request.get("keyctl"):
+        LIBC.syscall(ctypes.c_long(int(request["keyctl"])),
+                     ctypes.c_long(KEYCTL_JOIN_SESSION_KEYRING), ctypes.c_void_p(None))
+    if request.get("seccomp"):
+        program = base64.b64decode(request["seccomp"])
+        buffer = ctypes.create_string_buffer(program, len(program))
+        filters = _Program(len(program) // 8, ctypes.addressof(buffer))
+        _check(_prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(filters)),
+               "seccomp")
+
+
 def run_script(request: dict, out: int, err: int, base_path: list[str]) -> None:
     """In the sandbox, as the student's process: stdio, limits, environment, then the script."""
     null = os.open("/dev/null", os.O_RDONLY)
@@ -131,6 +157,7 @@ def run_script(request: dict, out: int, err: int, base_path: list[str]) -> None:
     if request.get("ns_pid"):
         drop_capabilities()
     _check(_prctl(PR_SET_NO_NEW_PRIVS, 1), "no_new_privs")
+    confine(request)
     for name, (soft, hard) in request.get("rlimits", {}).items():
         resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), (soft, hard))
     os.chdir(request["cwd"])

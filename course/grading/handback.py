@@ -40,7 +40,7 @@ from course.grading import records as rec
 from course.grading.classdir import check_class_paths
 from course.grading.collect import HANDLES
 from course.grading.feedback import FEEDBACK_DIR
-from course.grading.names import shown
+from course.grading.names import md_code, shown
 
 HANDBACK_DIR = "handback"
 FIXED_TIME = (2020, 1, 1, 0, 0, 0)  # zip entries' time: the same records give the same bytes
@@ -181,7 +181,7 @@ def readme(held: dict[str, list[str]], everyone: list[str]) -> str:
     lines += ["", f"## In no LMS zip: {len(missing)}", "",
               "Their folders were not made by `make collect` from the LMS's download (or they "
               "submitted no file to attach feedback to): hand theirs back from `feedback.zip`.",
-              ""] + [f"- `{shown(name)}`" for name in missing]
+              ""] + [f"- {md_code(name)}" for name in missing]
     return "\n".join(lines) + "\n"
 
 

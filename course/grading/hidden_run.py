@@ -19,6 +19,7 @@ from course.grading.sandbox import Layout, Sandbox, interpreter
 from course.grading.settings import Settings
 from course.grading.supervise import supervise
 from course.grading.untrusted import Untrusted, load_results
+from course.grading.visible import died_message, memory_message
 
 SUB, HIDDEN, RESULTS = "/sub", "/hidden", "/results"
 ISOLATED = "/tmp/cases-isolated.pt"  # the second pass's entries (with call tables)
@@ -40,6 +41,7 @@ class Confirmation:
     why: str = ""                 # why not, for the report
     case: str | None = None       # the name (kind) of the hidden case that failed
     timed_out: bool = False
+    memory: bool = False          # stopped for the sandbox's memory
 
 
 def _layout(ctx: ClassContext, settings: Settings, files: dict[str, bytes],
@@ -76,9 +78,11 @@ def _confirmation(check: GradedCheck, outcome, path: Path, settings: Settings,
         limit = (f"its CPU-time limit ({settings.cpu():g} s)" if outcome.cpu_limit
                  else f"{settings.hidden_timeout:g} s")
         return Confirmation(False, f"the hidden run of this check ran past {limit}", timed_out=True)
+    if outcome.memory_limit:
+        return Confirmation(False, f"the hidden run of this check: {memory_message(settings)}",
+                            memory=True)
     if outcome.done is None:
-        return Confirmation(False, f"the process died during the hidden run (exit code "
-                                   f"{outcome.exit_code})")
+        return Confirmation(False, f"during the hidden run, {died_message(outcome.exit_code)}")
     try:
         got = load_results(path, check.expected)
     except Untrusted as problem:

@@ -35,6 +35,7 @@ from pathlib import Path
 SLOT_GID = 61000
 SLOT_UID = 61001          # slot k of the run holding block b runs as SLOT_UID + BLOCK * b + k
 BLOCK, BLOCKS = 64, 16    # job slots per grading run; runs as root at once on one host
+LOCK_FOLDER = Path("/run/attention-course-slots")  # root's own: /run is root's to write
 CLONE_NEWNS = 0x00020000
 MS_BIND, MS_REC, MS_PRIVATE = 4096, 16384, 1 << 18
 
@@ -45,6 +46,7 @@ class Identity:
     uid: int
     gid: int
     bridges: tuple[tuple[str, str], ...] = ()
+    workdir: str = ""     # the run's working folder (root:SLOT_GID, 0750), where `own` reaches
 
     def source(self, path: str) -> str:
         """Where bubblewrap, running as this uid, finds the host path `path`."""
@@ -97,21 +99,55 @@ def ids_free() -> str | None:
     return ", ".join(taken) or None
 
 
-def claim_block() -> tuple[int, int]:
+class SlotsExhausted(OSError):
+    """Every block of job slots' uids is held by another grading run as root."""
+
+
+def lock_folder(folder: Path | None = None) -> int:
+    """A descriptor of the folder of the slots' locks: root's own (made mode 0700 where it is
+    missing), never a link, writable by no other user, so that no other user can hold a lock
+    (and stop every grading run) or put a link where root creates one (the world-writable
+    /run/lock allowed both). OSError, saying why, where the folder is not such."""
+    folder = Path(folder or LOCK_FOLDER)
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:
+        pass
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    info = os.fstat(fd)
+    if info.st_uid != 0 or info.st_mode & 0o022:
+        os.close(fd)
+        raise OSError(f"{folder} holds the job slots' locks but is not root's own (owner uid "
+                      f"{info.st_uid}, mode {info.st_mode & 0o777:o}): remove it, and the grader "
+                      "makes it again")
+    return fd
+
+
+def claim_block(folder: Path | None = None) -> tuple[int, int]:
     """A block of uids no other grading run on this host holds: two runs as root at once (a
     cluster node's array tasks, a test suite's workers) would otherwise share their slots' uids,
     and with them the kernel's per-user process count. Returns (block, the open lock file): the
-    flock holds until that file is closed (Slots.close) or this process ends."""
-    folder = Path("/run/lock") if os.access("/run/lock", os.W_OK) else Path(tempfile.gettempdir())
-    for block in range(BLOCKS):
-        fd = os.open(folder / f"attention-course-slots-{block}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            continue
-        return block, fd
-    raise OSError(f"{BLOCKS} grading runs as root hold every block of job slots' uids")
+    flock holds until that file is closed (Slots.close) or this process ends. The locks lie in
+    a folder of root's own (`lock_folder`) and are opened without following a link."""
+    folder = Path(folder or LOCK_FOLDER)
+    home = lock_folder(folder)
+    try:
+        for block in range(BLOCKS):
+            try:
+                fd = os.open(f"attention-course-slots-{block}.lock", os.O_RDWR | os.O_CREAT |
+                             os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=home)
+            except OSError:
+                continue  # not a plain file of root's (only root could have put it there)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            return block, fd
+    finally:
+        os.close(home)
+    raise SlotsExhausted(f"{BLOCKS} grading runs as root hold every block of job slots' uids "
+                         f"(their locks: {folder})")
 
 
 class Slots:
@@ -139,6 +175,7 @@ class Slots:
         self.free: queue.SimpleQueue[int] = queue.SimpleQueue()
         self.made, self.lock = 0, threading.Lock()
         self.bridges = tuple(bridges)
+        self.workdir = str(workdir)
 
     def take(self) -> int:
         """A free slot: one that a finished student gave back, else a new one."""
@@ -158,7 +195,7 @@ class Slots:
     def identity(self, slot: int) -> Identity:
         if slot >= BLOCK:
             raise OSError(f"more than {BLOCK} job slots as root")
-        return Identity(self.first + slot, SLOT_GID, self.bridges)
+        return Identity(self.first + slot, SLOT_GID, self.bridges, self.workdir)
 
 
 _RUN: Slots | None = None
@@ -198,6 +235,22 @@ def slot():
 
 
 def own(path: Path, identity: Identity | None) -> None:
-    """Hand a file the sandbox writes (a result file, a cell log) to the slot's uid."""
-    if identity is not None:
-        os.chown(path, identity.uid, identity.gid)
+    """Hand a file the sandbox writes (a result file, a cell log) to the slot's uid, and open
+    the folders on its way from the run's working folder to the slots' group (read and search,
+    nothing for others), whatever the grader's umask: with a umask of 077 (an instructor's, or
+    `make collect`'s in the same process) they were root's alone, bubblewrap could not bind the
+    file as the slot's uid, and every hidden run failed to start."""
+    if identity is None:
+        return
+    os.chown(path, identity.uid, identity.gid)
+    if not identity.workdir:
+        return
+    top = Path(identity.workdir)
+    folder = Path(path).parent
+    while folder != top and folder.is_relative_to(top):
+        info = os.stat(folder)
+        if info.st_gid != SLOT_GID:
+            os.chown(folder, -1, SLOT_GID)
+        if info.st_mode & 0o050 != 0o050:
+            os.chmod(folder, stat.S_IMODE(info.st_mode) | 0o050)
+        folder = folder.parent

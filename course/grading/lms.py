@@ -43,7 +43,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from course.grading.names import csv_cell, shown
+from course.grading.names import csv_cell, md_code, shown
 from course.grading.records import ClassInfo, StudentRecord, atomic_write
 from course.grading.roster import (ROSTER_FIELDS, RosterEntry, RosterError, folder_key, id_key,
                                    read_roster)
@@ -236,18 +236,18 @@ def check_roster(roster: list[RosterEntry], records: list[StudentRecord], files:
 def summary_text(files: LmsFiles, roster_name: str, n_roster: int, n_graded: int,
                  maximum: float, title: str = TITLE) -> str:
     def section(title: str, items: list[str]) -> list[str]:
-        return ["", f"## {title}: {len(items)}", ""] + [f"- `{shown(i)}`" for i in items]
+        return ["", f"## {title}: {len(items)}", ""] + [f"- {md_code(i)}" for i in items]
 
     lines = ["# LMS files: what to check before importing", "",
-             f"Roster `{shown(roster_name)}`: {n_roster} students; graded folders: {n_graded}. "
+             f"Roster {md_code(roster_name)}: {n_roster} students; graded folders: {n_graded}. "
              f"Files: {', '.join(f'`{n}`' for n in files.written if n != 'summary.md')}. Import "
              "the total (`canvas.csv`, `moodle.csv`) or the lessons (`*-lessons.csv`), never "
              "both: the LMS would count every point twice."]
-    lines += ["", f"The column is `{shown(title)}`, out of {maximum:g} points. Canvas reads the "
+    lines += ["", f"The column is {md_code(title)}, out of {maximum:g} points. Canvas reads the "
               "maximum from the `Points Possible` row and fills the assignment of that title "
               "(or creates one). **Moodle's CSV import carries no maximum**: a \"new grade "
               "item\" is out of 100, so create the grade item first (Gradebook setup, Add grade "
-              f"item, `{shown(title)}`, Maximum grade {maximum:g}) and map the column to it."]
+              f"item, {md_code(title)}, Maximum grade {maximum:g}) and map the column to it."]
     if maximum > MOODLE_MAX_GRADE:
         lines += ["", f"**The maximum, {maximum:g}, is over {MOODLE_MAX_GRADE}**: Moodle stops "
                   "the import unless the site allows it (`unlimitedgrades`)."]

@@ -13,17 +13,23 @@ sandbox is refused (their points would not be comparable), and so is a student g
 parts. Nothing in the parts is changed.
 
 The parts are not trusted: every record and class.json must carry the MAC the grader wrote
-(keyed by the class's secret seed: `--seed-file`, else each part's own OUT/.seed), and every
-report name must be the one the grader makes from that student's folder name, so an edited
-record (999 points) or a report name such as `../../X` is refused, and nothing is written
-outside OUT. Every file of a part is read with a bound.
+(keyed by the class's secret seed: `--seed-file`, else each part's own OUT/.seed), every record
+must be one of its part's class (its class id, checks and points: not a record another OUT
+signed with the same seed) for a student folder that part's class has, and every report name
+must be the one the grader makes from that student's folder name, so an edited record (999
+points), a record of another class or a report name such as `../../X` is refused, each with the
+reason, and nothing is written outside OUT. A part's roster is used only when its class.json
+records its digest. Every file of a part is read with a bound. The merged OUT is a class of its
+own: a new class id, under which every record is signed again (once verified).
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from course.grading import records as rec
@@ -40,7 +46,7 @@ MARKER = ".merged"       # lets a later merge replace an OUT that a merge wrote
 RENDERED = ("gradebook.csv", "results.json", rec.CLASS_FILE, STORED)
 COPIED_DIRS = (rec.STUDENTS_DIR, "reports", "raw", FEEDBACK_DIR, LMS_DIR)
 # what may differ between the shards of one class: how each run was started, not how it graded
-PER_RUN = outdir.PER_RUN | {"seconds", "started", "finished", "progress"}
+PER_RUN = outdir.PER_RUN | outdir.IDENTITY | {"seconds", "started", "finished", "progress"}
 SHARD_ONLY = {"shard", "students"}  # true of one part, not of the merged class: left out of OUT
 
 
@@ -107,7 +113,13 @@ def load_part(part: Path, seed: int | None) -> tuple[Path, ClassInfo, dict[str, 
             refused.append(f"{path.name} (its report name is not its folder's)")
         else:
             record = StudentRecord.from_json(data)
-            students[record.report_name] = record
+            why = rec.why_refused(data, record, info, None, path.stem)
+            if why is None and info.folders and record.student not in info.folders:
+                why = "a student with no folder in that part's class"
+            if why:
+                refused.append(f"{path.name} ({why})")
+            else:
+                students[record.report_name] = record
     if refused:
         raise MergeError(f"{part}/{rec.STUDENTS_DIR}: records the grader did not write as they "
                          f"are: {', '.join(refused)}; regrade those students into that part")
@@ -167,22 +179,32 @@ def prepare_out(out: Path, parts: list[Path]) -> None:
                               "replace this folder\n")
 
 
+def copy_seed(loaded, out: Path, seed: int | None) -> None:
+    """The class's seed into OUT (owner-only), so that regrades into OUT work and its records
+    can be signed: --seed-file's, else the first part's."""
+    target = out / rec.SEED_FILE
+    if seed is not None:
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(f"{seed}\n")
+    elif (loaded[0][0] / rec.SEED_FILE).is_file():
+        shutil.copy2(loaded[0][0] / rec.SEED_FILE, target)  # keeps its owner-only mode
+
+
 def copy_students(loaded, out: Path) -> None:
-    """Each student's record, report and raw output, byte for byte, from the part that graded
-    them; the stored seed (when the grader keeps one in OUT) so that regrades into OUT work."""
+    """Each student's record, signed again for the merged class (OUT's class.json, written
+    first), and their report and raw output, byte for byte, from the part that graded them."""
     for part, _, students in loaded:
         for record in students.values():
             name = record.report_name
             assert valid_report_name(name, record.student)  # load_part refused every other
-            for relative in (f"{rec.STUDENTS_DIR}/{name}.json", f"reports/{name}.md"):
-                if (part / relative).is_file() and not (part / relative).is_symlink():
-                    (out / relative).parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copy2(part / relative, out / relative)
+            rec.save_student(out, record)
+            relative = f"reports/{name}.md"
+            if (part / relative).is_file() and not (part / relative).is_symlink():
+                (out / relative).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(part / relative, out / relative)
             if (part / "raw" / name).is_dir():
                 shutil.copytree(part / "raw" / name, out / "raw" / name, symlinks=True)
-    seed_file = getattr(rec, "SEED_FILE", None)  # the core's stored seed, once it keeps one
-    if seed_file and (loaded[0][0] / seed_file).is_file():
-        shutil.copy2(loaded[0][0] / seed_file, out / seed_file)  # keeps its owner-only mode
 
 
 def _part_results(part: Path) -> dict:
@@ -192,16 +214,22 @@ def _part_results(part: Path) -> dict:
         return {}
 
 
-def keep_roster(loaded, out: Path, roster: Path | None) -> None:
-    """The merged OUT keeps the roster given, else the one the parts keep (LMS files then
-    follow every later run into OUT)."""
+def keep_roster(loaded, out: Path, roster: Path | None) -> str:
+    """The merged OUT keeps the roster given, else the one the parts keep, when that part's
+    class.json records its digest (LMS files then follow every later run into OUT); returns
+    the digest of the roster kept ("": none)."""
     if roster is not None:
-        store_roster(out, roster)
-        return
-    for part, _, _ in loaded:
+        return rec.file_digest(store_roster(out, roster))
+    for part, info, _ in loaded:
         if (part / STORED).is_file():
+            if not info.roster_digest or rec.file_digest(part / STORED) != info.roster_digest:
+                print(f"warning: {part / STORED} is not used: it is not the roster the grader "
+                      "stored (its digest is not the one its class.json records); give the "
+                      "roster with --roster", file=sys.stderr)
+                continue
             shutil.copy2(part / STORED, out / STORED)
-            return
+            return info.roster_digest
+    return ""
 
 
 def merge(parts, out, roster: Path | None = None, per_lesson: bool | None = None,
@@ -226,13 +254,15 @@ def merge(parts, out, roster: Path | None = None, per_lesson: bool | None = None
     loaded = load_parts(parts, seed)
     records = check_disjoint(loaded)
     prepare_out(out, parts)
-    copy_students(loaded, out)
-    keep_roster(loaded, out, roster)
-    info = loaded[0][1]
+    copy_seed(loaded, out, seed)
+    info = replace(loaded[0][1], class_id=rec.new_class_id(),
+                   folders=sorted({f for _, part, _ in loaded for f in part.folders}))
+    info.roster_digest = keep_roster(loaded, out, roster)
     info.settings = {k: v for k, v in (info.settings or {}).items() if k not in SHARD_ONLY}
     if per_lesson is not None:
         info.settings["per_lesson"] = per_lesson
     rec.save_class(out, info)
+    copy_students(loaded, out)
     runs = [_part_results(p) for p in parts]
     render_class(out, info, records, {
         "seconds": max((r.get("seconds", 0) for r in runs), default=0),

@@ -11,8 +11,12 @@ spaces, any script, quotes, a leading `=`, or escape sequences. Three uses, thre
   `check_distinct` proves it for the whole class before grading starts.
 - `csv_cell`: a text cell no spreadsheet runs as a formula (OWASP, "CSV Injection": a leading
   `=`, `+`, `-`, `@`, tab or carriage return gets a `'` before it), control characters escaped.
-- `shown`: a name for a terminal or a Markdown report, with every control character escaped,
-  so a name cannot move the cursor, recolour or erase what the grader printed.
+- `shown`: a name for a terminal, with every control character escaped, so a name cannot move
+  the cursor, recolour or erase what the grader printed;
+- `md_text`, `md_code`, `md_fence`: student text in Markdown (reports/, lms/summary.md, the
+  hand-back README) as inert text: every character Markdown or HTML could read as markup
+  escaped, or inside a code span or fence longer than any run of backticks in it, so a name or
+  an exception message cannot close a fence, start a heading or a link, or carry raw HTML.
 
 Names are bytes until shown. A folder or file name that is not UTF-8 (`caf\xe9`, Latin-1, as an
 old zip tool writes it) reaches Python as text with one "surrogate escape" per stray byte
@@ -90,3 +94,35 @@ def shown(text) -> str:
         else:
             out.append(char)
     return "".join(out)
+
+
+# what CommonMark may read as markup in a line of text (a backslash makes each literal), and
+# what HTML may (written as entities)
+MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+\-.!|~:\"'=])")
+HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+
+
+def md_text(text) -> str:
+    """`text` (shown: control characters escaped) as inert Markdown inline text."""
+    escaped = MARKDOWN_PUNCTUATION.sub(r"\\\1", shown(text))
+    return "".join(HTML.get(char, char) for char in escaped)
+
+
+def _fence_for(text: str, least: int) -> str:
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    return "`" * max(least, longest + 1)
+
+
+def md_code(text) -> str:
+    """`text` (shown) as a Markdown code span no backtick in it can close (HTML inert inside)."""
+    text = shown(text)
+    fence = _fence_for(text, 1)
+    pad = " " if "`" in text or text.startswith(" ") or text.endswith(" ") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def md_fence(lines: list[str], indent: str = "") -> list[str]:
+    """Lines (each shown) as a fenced code block, indented by `indent`, that no line can close."""
+    lines = [shown(line) for line in lines]
+    fence = _fence_for("\n".join(lines), 3)
+    return [f"{indent}{fence}", *[f"{indent}{line}" for line in lines], f"{indent}{fence}"]

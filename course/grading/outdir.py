@@ -11,6 +11,7 @@ import fcntl
 import hashlib
 import os
 import secrets
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,6 +20,8 @@ from course.grading.records import ClassInfo, StudentRecord
 
 LOCK_FILE = ".lock"
 PER_RUN = {"keep", "jobs", "shard", "students", "workdir", "roster", "per_lesson"}
+# what class.json says of the class itself, not of how it is graded
+IDENTITY = {"class_id", "roster_digest", "folders"}
 # what a refusal says to do about each difference (an option of make grade)
 OPTION = {"lessons": "LESSONS=", "checks": "LESSONS=", "points": "POINTS=",
           "sandbox": "UNSAFE=1", "seed_digest": "SEED_FILE=", "assignment": "ASSIGNMENT="}
@@ -35,14 +38,18 @@ def seed_digest(seed: int) -> str:
 
 
 def check_seed(seed: int) -> None:
-    """Refuse a seed that is no secret (the public seed of `make check HIDDEN=1` belongs here)."""
-    from course.confirm.public import PUBLIC_SEED  # imports torch: only once OUT is settled
+    """Refuse a seed that is no secret: the public seed of `make check HIDDEN=1`, and any seed
+    whose hidden cases would be drawn by a generator the public cases were drawn by."""
+    from course.grading.hidden.confirm import public_collisions  # imports torch: once OUT is settled
 
     if not 0 <= seed < 2**63:
         raise OutError(f"the seed must be an integer from 0 to 2**63 - 1, not {seed}")
-    if seed == PUBLIC_SEED:
-        raise OutError(f"the seed {seed} is the public one of `make check HIDDEN=1` (its cases and "
-                       "outputs ship with the course): choose another, or let the grader draw one")
+    public = public_collisions(seed)
+    if public:
+        named = ", ".join(public[:3]) + (f" and {len(public) - 3} more" if len(public) > 3 else "")
+        raise OutError(f"the seed {seed} is no secret: it draws the hidden cases of {named} with "
+                       "a generator that drew the public cases of `make check HIDDEN=1` (they ship "
+                       "with the course); choose another, or let the grader draw one")
 
 
 def read_seed_file(path: Path) -> int:
@@ -59,6 +66,7 @@ class OutState:
     info: ClassInfo | None                 # what the runs before this one stored
     records: dict[str, StudentRecord] = field(default_factory=dict)  # by report name
     lock: int = -1
+    class_id: str = ""                     # the class's (info's, or a new one)
 
     def close(self) -> None:
         if self.lock >= 0:
@@ -104,26 +112,48 @@ def open_out(out: Path, seed: int | None = None, seed_file: Path | None = None) 
     lock = _lock(out)
     try:
         given = read_seed_file(seed_file) if seed_file is not None else seed
-        stored, info = _stored_seed(out), rec.load_class(out)
+        stored = _stored_seed(out)
         if stored is not None and given is not None and stored != given:
             raise OutError(f"{out} was graded with another seed; leave out --seed (OUT keeps its "
                            "own) or grade into a fresh OUT")
-        if stored is None and info is not None:
+        if stored is None and (out / rec.CLASS_FILE).exists():
             raise OutError(f"{out} holds a graded class but not its seed ({rec.SEED_FILE}); "
                            "restore it, or grade the whole class into a fresh OUT")
         chosen = stored if stored is not None else given if given is not None else secrets.randbits(62)
         check_seed(chosen)
         if stored is None:
             _store_seed(out, chosen)
-        return OutState(out, chosen, info, rec.load_students(out), lock)
+        info = _verified_class(out)
+        records = rec.load_students(out) if info is not None else _no_class(out)
+        class_id = info.class_id if info is not None and info.class_id else rec.new_class_id()
+        return OutState(out, chosen, info, records, lock, class_id)
     except BaseException:
         os.close(lock)
         raise
 
 
+def _verified_class(out: Path) -> ClassInfo | None:
+    """OUT's class.json, or None (with the reason) when it has none the grader wrote: then
+    nothing of it is used, and its students are graded again, as a new class."""
+    try:
+        return rec.load_class(out)
+    except rec.ClassFileError as err:
+        print(f"warning: {err}: nothing of it is used (lessons, points, limits, roster); OUT's "
+              "students are graded again, as a new class", file=sys.stderr)
+        return None
+
+
+def _no_class(out: Path) -> dict[str, StudentRecord]:
+    """No record belongs to a class that has no class.json: each is left out, with a line."""
+    for path in rec.student_files(out):
+        print(f"warning: {path} left out: it belongs to no class OUT holds (its class.json is "
+              "missing or not the grader's); that student is graded again", file=sys.stderr)
+    return {}
+
+
 def grading_key(info: ClassInfo) -> dict:
     """What two runs into one OUT must share: the plan, the points, the grading limits."""
-    data = {k: v for k, v in info.to_json().items() if k != "settings"}
+    data = {k: v for k, v in info.to_json().items() if k != "settings" and k not in IDENTITY}
     data["settings"] = {k: v for k, v in (info.settings or {}).items() if k not in PER_RUN}
     return data
 

@@ -76,13 +76,32 @@ LIVE = Live()
 class Watch:
     """What every process of one sandbox uses together, read from the sandbox's own /proc (seen
     from the host through the root of its first process: only its PID namespace is there).
-    Without cgroups (course/grading/cgroups.py) this is what bounds a tree of processes: a
-    storm of spinners, or of forks that each allocate up to the per-process limit."""
+    Without cgroups this is what bounds a tree of processes: a storm of spinners, or of forks
+    that each allocate up to the per-process limit.
 
-    def __init__(self, ns_pid: int, memory_bytes: int):
-        self.proc, self.memory, self.started = f"/proc/{ns_pid}/root/proc", memory_bytes, time.monotonic()
+    Its memory is what its processes hold (their anonymous memory) and what its folders in
+    memory hold (`in_memory`: its tmpfs mounts, /dev/shm among them; files there are RAM, and a
+    mapped one is counted there, not again in a process). No other memory can be had in a
+    sandbox: what no process and no file holds (memfds, System V IPC, shared anonymous
+    mappings) is refused by its seccomp filter (course/grading/seccomp.py)."""
+
+    def __init__(self, ns_pid: int, memory_bytes: int, in_memory: list[str] = ()):
+        root = f"/proc/{ns_pid}/root"
+        self.proc, self.memory, self.started = f"{root}/proc", memory_bytes, time.monotonic()
+        self.folders = [f"{root}{path}" for path in in_memory]
         self.crowded = 0  # looks in a row that found more than RUNNING threads running
         self.measured = -PSS_EVERY  # when memory was last looked at exactly
+
+    def in_files(self) -> int:
+        """Bytes the sandbox's tmpfs mounts hold (files, unlinked ones still open included)."""
+        total = 0
+        for folder in self.folders:
+            try:
+                found = os.statvfs(folder)
+            except OSError:
+                continue
+            total += (found.f_blocks - found.f_bfree) * found.f_frsize
+        return total
 
     def _pids(self) -> list[str]:
         try:
@@ -139,6 +158,7 @@ class Watch:
     def overuse(self) -> tuple[str, str] | None:
         """("cpu" or "memory", why) when the sandbox as a whole is over its share, else None."""
         count, cpu, private, running = self.usage()
+        files = self.in_files() if self.memory else 0
         seconds = time.monotonic() - self.started
         self.crowded = self.crowded + 1 if running > RUNNING else 0
         if self.crowded >= CROWDED:
@@ -147,13 +167,14 @@ class Watch:
         if cpu > BURST + RATE * seconds:
             return "cpu", (f"its {count} processes used {cpu:.1f} CPU-seconds in {seconds:.1f} s "
                            f"of wall time, more than one core's worth")
-        if not self.memory or private <= self.memory or self.crowded or \
+        if not self.memory or private + files <= self.memory or self.crowded or \
                 seconds - self.measured < PSS_EVERY:
             return None  # a crowd is stopped for its crowd, before an exact look would end
         self.measured = seconds
         used = self.proportional()
-        if used > self.memory:
-            return "memory", (f"its {count} processes held {used >> 20} MiB together, more "
+        if used + files > self.memory:
+            return "memory", (f"its {count} processes held {used >> 20} MiB together and its "
+                              f"files in memory (/tmp, /dev/shm, ...) {files >> 20} MiB, more "
                               f"than the {self.memory >> 20} MiB limit")
         return None
 
@@ -165,6 +186,7 @@ class Running:
     err: int
     killed: bool = False
     cpu: float | None = None     # CPU-seconds it used, once it has ended (when known)
+    cpu_limit: int = 0           # the CPU-seconds each process may use (RLIMIT_CPU; 0: none)
     watch: Watch | None = None   # the sandbox's processes together (None: no sandbox)
 
     def poll(self) -> int | None:

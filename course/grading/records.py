@@ -11,6 +11,14 @@ Each record (and class.json) carries a MAC: an HMAC-SHA256 keyed by the class's 
 the record's canonical JSON, so a merge can tell a record the grader wrote from an edited one
 (`verify`). Names that are no UTF-8 stay as they are (names.py): their stray bytes are written as
 JSON escapes, so every file in OUT is UTF-8 and reads back the same.
+
+A record belongs to one class: class.json holds a random class id, made at the class's first run,
+and every record carries it (`save_student` writes OUT's), with its checks' lessons and points,
+under its MAC. A record signed with the same seed for another class (another OUT, another term
+or assignment graded with the same seed file) is told apart by its class id (`why_refused`).
+class.json also holds the digest of the roster OUT keeps (roster.py checks the roster against
+it before each use) and the class's student folders; it is verified before anything in it is
+used (`load_class`).
 """
 from __future__ import annotations
 
@@ -19,6 +27,7 @@ import hmac
 import json
 import os
 import re
+import secrets
 import sys
 import tempfile
 from dataclasses import asdict, dataclass, field, fields
@@ -76,6 +85,7 @@ class StudentRecord:
     extension: str = ""          # the student's own deadline, from the roster
     # files the LMS renamed, [as delivered, as graded] (Canvas's `softmax-1.py` for `softmax.py`)
     delivered: list[list[str]] = field(default_factory=list)
+    class_id: str = ""           # the class it belongs to (class.json's; set by save_student)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -100,6 +110,9 @@ class ClassInfo:
     sandbox: str                 # "bubblewrap" or "none (UNSAFE)"
     seed_digest: str = ""        # a hash of the secret seed: shards and regrades must share it
     assignment: str = ""         # the LMS column's title ("" in classes graded before it was kept)
+    class_id: str = ""           # random, made at the class's first run ("": an earlier grader's)
+    roster_digest: str = ""      # sha256 of OUT/roster.csv as the grader stored it ("": none)
+    folders: list[str] = field(default_factory=list)  # the class's student folders, every run
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -129,6 +142,14 @@ def mac_key(seed: int) -> bytes:
 
 def mac(data: dict, key: bytes) -> str:
     return hmac.new(key, canonical(data), hashlib.sha256).hexdigest()
+
+
+def new_class_id() -> str:
+    return secrets.token_hex(16)
+
+
+def file_digest(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def out_key(out: Path) -> bytes | None:
@@ -191,7 +212,10 @@ def private_tree(path: Path) -> None:
 
 
 def save_student(out: Path, record: StudentRecord) -> Path:
-    """OUT/students/<report name>.json, with its MAC (keyed by OUT's seed)."""
+    """OUT/students/<report name>.json, as a record of OUT's class (its class id set from
+    class.json), with its MAC (keyed by OUT's seed)."""
+    info = load_class(out)
+    record.class_id = info.class_id if info is not None else ""
     path = out / STUDENTS_DIR / f"{record.report_name}.json"
     atomic_write(path, dumps(signed(record.to_json(), out_key(out))))
     return path
@@ -201,18 +225,37 @@ def student_files(out: Path) -> list[Path]:
     return sorted((out / STUDENTS_DIR).glob("*.json"))
 
 
+def why_refused(data: dict, record: StudentRecord, info: ClassInfo | None, key: bytes | None,
+                stem: str) -> str | None:
+    """Why a record read from OUT (or a shard's OUT) is not one of its class's, or None: a MAC
+    that fails (edited, or signed with another seed), another class's id, checks or points
+    other than the class's, another report's name."""
+    if key is not None and not verify(data, key):
+        return "its MAC does not verify (edited, or signed with another seed)"
+    if info is not None and record.class_id != info.class_id:
+        return "it belongs to another class (its class id is not class.json's)"
+    if info is not None and {c.id: c.points for c in record.checks} != {
+            c: info.points.get(c) for c in info.checks}:
+        return "it was graded with other checks or points than the class's"
+    if record.report_name != stem:
+        return "it names another report"
+    return None
+
+
 def load_students(out: Path) -> dict[str, StudentRecord]:
-    """Every student record in OUT that the grader wrote, by report name. A record whose MAC does
-    not verify (edited, or written by something else), that names another file than its own or
-    that cannot be read is left out with a warning: a resumed run grades that student again, and
-    the gradebook never shows it."""
+    """Every student record in OUT that the grader wrote for OUT's class, by report name. A
+    record refused by `why_refused`, or that cannot be read, is left out with a warning: a
+    resumed run grades that student again, and the gradebook never shows it."""
     found, key = {}, out_key(out)
+    try:
+        info = load_class(out)
+    except ClassFileError:
+        info = ClassInfo([], [], {}, {}, "", class_id="(unverified)")  # no record is its
     for path in student_files(out):
         try:
             data = read_json(path)
             record = StudentRecord.from_json(data)
-            why = ("its MAC does not verify" if key is not None and not verify(data, key) else
-                   "it names another report" if record.report_name != path.stem else None)
+            why = why_refused(data, record, info, key, path.stem)
         except Exception as err:  # noqa: BLE001 - a damaged file is that student's, not the class's
             why = f"it cannot be read ({type(err).__name__})"
         if why:
@@ -223,6 +266,10 @@ def load_students(out: Path) -> dict[str, StudentRecord]:
     return found
 
 
+class ClassFileError(ValueError):
+    """OUT's class.json is not what the grader wrote (the message says why)."""
+
+
 def save_class(out: Path, info: ClassInfo) -> Path:
     path = out / CLASS_FILE
     atomic_write(path, dumps(signed(info.to_json(), out_key(out))))
@@ -230,7 +277,17 @@ def save_class(out: Path, info: ClassInfo) -> Path:
 
 
 def load_class(out: Path) -> ClassInfo | None:
-    path = out / CLASS_FILE
+    """OUT's class.json, verified (its MAC, keyed by OUT's seed); None when OUT has none.
+    ClassFileError when it cannot be read or fails its MAC: nothing in it may be used."""
+    path = Path(out) / CLASS_FILE
     if not path.exists():
         return None
-    return ClassInfo.from_json(read_json(path))
+    try:
+        data = read_json(path)
+        info = ClassInfo.from_json(data)
+    except (OSError, ValueError, TypeError) as err:
+        raise ClassFileError(f"{path} cannot be read ({type(err).__name__})") from None
+    key = out_key(out)
+    if key is None or not verify(data, key):
+        raise ClassFileError(f"{path} fails its MAC (edited, or not written with OUT's seed)")
+    return info

@@ -12,15 +12,16 @@ and per lesson when this run or the class's record (class.json) asks for it.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 from course.grading import records as rec
 from course.grading.classpage import write_safely as write_class_safely
 from course.grading.feedback import write_feedback
-from course.grading.lms import write_lms
+from course.grading.lms import LMS_DIR, write_lms
 from course.grading.records import ClassInfo, StudentRecord, atomic_write
 from course.grading.report import report_text, write_gradebook
-from course.grading.roster import stored_roster
+from course.grading.roster import STORED, stored_roster
 
 REPORTS_DIR = "reports"
 
@@ -45,6 +46,8 @@ def render_class(out: Path, info: ClassInfo, records: list[StudentRecord], run: 
     """The class's files from its records; returns what was written besides the gradebook."""
     records = sorted(records, key=lambda r: r.student)
     roster = roster if roster is not None else stored_roster(out)
+    if roster is None and (Path(out) / STORED).is_file():  # refused: an earlier run's LMS files
+        shutil.rmtree(Path(out) / LMS_DIR, ignore_errors=True)  # would map grades as it did
     if per_lesson is None:
         per_lesson = bool((info.settings or {}).get("per_lesson"))
     write_gradebook(out, info.checks, records)

@@ -1,15 +1,17 @@
 """What a student's record looks like to a person: the gradebook (one row per student, one column
 per check) and one Markdown report per student. Both are rendered from records only
 (course/grading/records.py), so a regrade, a resumed run and a merge of shards give the same
-files. Folder names are hostile text: CSV cells are neutralised against formulas, and reports
-show control characters escaped (course/grading/names.py)."""
+files. Folder names, file names and messages are hostile text: CSV cells are neutralised against
+formulas, and reports write them as inert Markdown (course/grading/names.py: escaped text, or
+code spans and fences no backtick in them can close), so no student's text becomes a heading,
+a link or HTML in the instructor's reports."""
 from __future__ import annotations
 
 import csv
 import io
 from pathlib import Path
 
-from course.grading.names import csv_cell, shown
+from course.grading.names import csv_cell, md_code, md_fence, md_text
 from course.grading.records import StudentRecord, atomic_write
 
 STATUSES = {
@@ -59,46 +61,47 @@ def write_gradebook(out: Path, columns: list[str], records) -> Path:
 
 def _check_lines(c) -> list[str]:
     if c.passed:
-        alone = (f", with the reference's {', '.join(c.blocked_by)} in place of the student's, "
-                 "which fails" if c.blocked_by else "")
+        alone = (f", with the reference's {md_text(', '.join(c.blocked_by))} in place of the "
+                 "student's, which fails" if c.blocked_by else "")
         if getattr(c, "stand_ins", None):
-            alone += (f", with the reference's {', '.join(c.stand_ins)} in place of the "
+            alone += (f", with the reference's {md_text(', '.join(c.stand_ins))} in place of the "
                       "student's (a lesson this assignment does not grade)")
-        return [f"- {shown(c.message)} (confirmed on hidden inputs{alone}): "
+        return [f"- {md_text(c.message)} (confirmed on hidden inputs{alone}): "
                 f"{fmt(c.earned)} / {fmt(c.points)}"]
-    return [f"- FAIL {c.id}: 0 / {fmt(c.points)}", "", "  ```",
-            *[f"  {shown(line)}" for line in c.message.splitlines()], "  ```", ""]
+    return [f"- FAIL {md_text(c.id)}: 0 / {fmt(c.points)}", "",
+            *md_fence(c.message.splitlines(), "  "), ""]
 
 
 def report_text(r: StudentRecord, limits_line: str) -> str:
-    lines = [f"# {shown(r.student)}: {fmt(r.total)} / {fmt(r.maximum)} points, status {r.status}", ""]
+    lines = [f"# {md_text(r.student)}: {fmt(r.total)} / {fmt(r.maximum)} points, status {r.status}",
+             ""]
     if r.unsafe:
         lines += ["**UNSAFE: graded without a sandbox (--unsafe-no-sandbox); the student's code "
                   "could read and change anything the grader can.**", ""]
     lines += [f"Status `{r.status}`: {STATUSES[r.status]}.", "",
               f"Graded in {r.seconds:g} s ({limits_line}). A check earns its points when it "
               "prints its PASS line in the notebook and the same code agrees with the reference "
-              "on hidden inputs.", "Files graded: " + (", ".join(r.taken) or "none")]
+              "on hidden inputs.", "Files graded: " + (", ".join(map(md_code, r.taken)) or "none")]
     if r.delivered:
-        lines.append("Renamed by the LMS, graded under the exercise's name: " + shown("; ".join(
-            f"{a} as {b}" for a, b in r.delivered)))
+        lines.append("Renamed by the LMS, graded under the exercise's name: " + "; ".join(
+            f"{md_code(a)} as {md_code(b)}" for a, b in r.delivered))
     if r.late is not None or r.extension:
         late = {True: "late", False: "on time", None: "not known"}[r.late]
-        lines.append(f"Late ({r.lms or 'LMS'}): {late}" +
-                     (f"; extension to {shown(r.extension)} (roster)" if r.extension else ""))
+        lines.append(f"Late ({md_text(r.lms or 'LMS')}): {late}" +
+                     (f"; extension to {md_text(r.extension)} (roster)" if r.extension else ""))
     if r.ignored:
-        lines.append("Ignored or worth a look: " + shown(", ".join(r.ignored)))
+        lines.append("Ignored or worth a look: " + ", ".join(map(md_code, r.ignored)))
     if r.flags:
-        lines.append("Flags (worth a look): " + ", ".join(r.flags))
+        lines.append("Flags (worth a look): " + md_text(", ".join(r.flags)))
     if r.problems:
-        lines += ["", "## Problems", ""] + [f"- {shown(p)}" for p in r.problems]
+        lines += ["", "## Problems", ""] + [f"- {md_code(p)}" for p in r.problems]
     lesson = None
     for c in r.checks:
         if c.lesson != lesson:
             lesson = c.lesson
-            lines += ["", f"## Lesson {lesson}", ""]
+            lines += ["", f"## Lesson {md_text(lesson)}", ""]
         lines += _check_lines(c)
     if r.other_failed_cells:
         lines += ["", "## Other cells that failed (not graded; often a consequence of the above)", ""]
-        lines += [f"- {shown(cell)}" for cell in r.other_failed_cells]
+        lines += [f"- {md_code(cell)}" for cell in r.other_failed_cells]
     return "\n".join(lines).rstrip() + "\n"

@@ -48,13 +48,16 @@ def rescore(out: Path, points_file: Path | None = None, roster: Path | None = No
     state = open_out(out)
     try:
         info = state.info
+        if info is None:  # its class.json failed its MAC (open_out said so): nothing to vouch for
+            raise OutError(f"{out} holds no class.json the grader wrote: grade the class again "
+                           "(make grade with SUBMISSIONS)")
         records = state.records
         changed = {"points": 0, "late": 0}
         if points_file is not None:
             info.points = load_points(info.checks, points_file)
             changed["points"] = sum(rescore_record(r, info.points) for r in records.values())
-        if roster is not None:
-            store_roster(out, roster)
+        if roster is not None:  # class.json, written below, records the new roster's digest
+            info.roster_digest = rec.file_digest(store_roster(out, roster))
         if assignment is not None:
             info.assignment = assignment
         if per_lesson is not None:

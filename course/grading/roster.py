@@ -22,12 +22,14 @@ import csv
 import io
 import os
 import re
+import sys
 import unicodedata
 from datetime import datetime, time
 from dataclasses import dataclass
 from pathlib import Path
 
 from course.grading.names import shown
+from course.grading import records as rec
 from course.grading.records import atomic_write
 
 ROSTER_FIELDS = ("folder", "lms_id", "email", "name", "section")
@@ -152,14 +154,41 @@ def _entries(path: Path, rows: list[list[str]], columns: dict[str, int]) -> list
 
 
 def store_roster(out: Path, path: Path) -> Path:
-    """Check the roster, then keep a copy in OUT (owner-only: it holds emails) for later runs."""
+    """Check the roster, then keep a copy in OUT (owner-only: it holds emails) for later runs,
+    its digest in OUT's class.json (re-signed), where OUT has one already; a run that makes
+    class.json records the digest of the roster it stored (records.ClassInfo.roster_digest)."""
     read_roster(path)
     target = Path(out) / STORED
     atomic_write(target, Path(path).read_text(encoding="utf-8-sig"))
     os.chmod(target, 0o600)
+    try:
+        info = rec.load_class(out)
+    except rec.ClassFileError:
+        info = None  # the run that stores it writes a class.json of its own, with the digest
+    if info is not None:
+        info.roster_digest = rec.file_digest(target)
+        rec.save_class(out, info)
     return target
 
 
 def stored_roster(out: Path) -> Path | None:
+    """OUT's roster, when it is the one the grader stored: its digest is the one OUT's class.json
+    (verified) records. Else None, with the reason: an edited roster (two ids swapped) would send
+    grades to the wrong students."""
     path = Path(out) / STORED
-    return path if path.is_file() else None
+    if not path.is_file():
+        return None
+    try:
+        info = rec.load_class(out)
+    except rec.ClassFileError as err:
+        info, why = None, str(err)
+    else:
+        why = "OUT has no class.json" if info is None else None
+    if info is not None and (not info.roster_digest or rec.file_digest(path) != info.roster_digest):
+        why = ("it is not the roster the grader stored (its digest is not the one class.json "
+               "records: edited since?)")
+    if why:
+        print(f"warning: {path} is not used: {why}; no LMS files are written from it (and "
+              "OUT/lms/ is removed). Give the roster again (ROSTER=roster.csv)", file=sys.stderr)
+        return None
+    return path

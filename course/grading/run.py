@@ -36,11 +36,13 @@ from course.grading.folders import students_in
 from course.grading.names import shown
 from course.grading.outdir import OutState, check_names, check_plan, open_out, seed_digest
 from course.grading.processes import LIVE
-from course.grading.records import CheckRecord, ClassInfo, StudentRecord, load_students, save_class
+from course.grading.records import (CheckRecord, ClassInfo, StudentRecord, file_digest,
+                                    load_students, save_class, save_student)
 from course.grading.render import render_class, write_student
 from course.grading.report import fmt, write_gradebook
 from course.grading.reuse import points_toml, reused_line
-from course.grading.roster import RosterError, folder_key, read_roster, store_roster, stored_roster
+from course.grading.roster import (STORED, RosterError, folder_key, read_roster, store_roster,
+                                   stored_roster)
 from course.grading.sandbox import bwrap_problem
 from course.grading.settings import Settings
 from course.grading.wanted import wanted_students
@@ -121,12 +123,21 @@ def _assignment(options: Options, lessons: list[str]) -> str:
     return default_title(lessons, every)
 
 
-def class_info(ctx: ClassContext, settings: Settings, state: OutState, options: Options) -> ClassInfo:
+def class_info(ctx: ClassContext, settings: Settings, state: OutState, options: Options,
+               folders: ClassFolders | None = None) -> ClassInfo:
+    """The class.json of this run: its plan, points, limits and title, and the class's identity
+    (its id, the digest of the roster OUT keeps, its student folders)."""
     lessons = [lesson.number for lesson in ctx.plan]
+    roster = state.out / STORED
+    if options.roster is not None and roster.is_file():  # stored by this run, under its lock
+        digest = file_digest(roster)
+    else:
+        digest = state.info.roster_digest if state.info is not None else ""
     return ClassInfo(lessons, ctx.columns, {c.id: c.points for c in ctx.checks.values()},
                      {**settings.to_json(), **_per_run(options)},
                      "none (UNSAFE)" if settings.unsafe else "bubblewrap", seed_digest(state.seed),
-                     _assignment(options, lessons))
+                     _assignment(options, lessons), class_id=state.class_id, roster_digest=digest,
+                     folders=sorted(class_folders_known(state, folders)) if folders else [])
 
 
 def planned_info(settings: Settings, state: OutState, options: Options) -> ClassInfo:
@@ -160,6 +171,33 @@ def _todo(folders: ClassFolders, state: OutState, options: Options, ctx: ClassCo
         print(f"regrading {len(changed)} student(s) whose files changed since they were graded: "
               f"{', '.join(shown(p.name) for p in changed)}", file=sys.stderr)
     return [p for p in folders.chosen if p not in done or p in changed]
+
+
+def class_folders_known(state: OutState, folders: ClassFolders) -> set[str]:
+    """The class's student folders: SUBMISSIONS' now, and those class.json (verified) records
+    of every run before (a late student may be graded from a folder of their own). An earlier
+    grader's class.json lists none: then its records' students count as the class's."""
+    known = set(folders.names)
+    if state.info is not None:
+        known |= set(state.info.folders)
+        if not state.info.folders:
+            known |= {r.student for r in state.records.values()}
+    return known
+
+
+def class_records(records: dict[str, StudentRecord], known: set[str],
+                  say: bool = True) -> dict[str, StudentRecord]:
+    """The records of the class's students (`class_folders_known`); each other is left out,
+    with a line: a record put there by hand, or of another class's folder."""
+    kept = {}
+    for name, record in records.items():
+        if record.student in known:
+            kept[name] = record
+        elif say:
+            print(f"warning: students/{name}.json left out: no folder {shown(record.student)!r} "
+                  "in SUBMISSIONS or in any run of OUT's class (a record of a student with no "
+                  "folder); it is in no file of the class", file=sys.stderr)
+    return kept
 
 
 def _digest(folder: Path, ctx: ClassContext) -> str | None:
@@ -239,6 +277,8 @@ def grade_all(jobs: list[Job], ctx: ClassContext, settings: Settings, state: Out
 def _check_first(submissions: Path, out: Path, settings: Settings,
                  options: Options) -> ClassFolders:
     """Stage 0 and 1, before OUT is touched: paths, roster, folders, the sandbox."""
+    from course.handout import release_files
+
     check_class_paths({"SUBMISSIONS": submissions, "OUT": out, "ROSTER": options.roster,
                        "SEED_FILE": options.seed_file, "STUDENTS_FILE": options.students_file})
     check_folders(submissions, out)
@@ -252,6 +292,7 @@ def _check_first(submissions: Path, out: Path, settings: Settings,
                                        [p.name for p in everyone])
     folders = class_folders(submissions, out, options.students, options.shard)
     _check_run(settings, options)
+    release_files(ROOT)  # a class folder committed into the course: refused before the set-up
     return folders
 
 
@@ -267,6 +308,8 @@ def grade_class(submissions: Path, out: Path, jobs: int = 1, lessons: list[str] 
     folders = _check_first(submissions, out, settings, options)                    # 0, 1
     state = open_out(out, options.seed, options.seed_file)
     try:
+        known = class_folders_known(state, folders)
+        state.records = class_records(state.records, known)
         check_names(state, folders.names)
         if options.only is None:
             check_plan(state, planned_info(settings, state, options))
@@ -294,9 +337,12 @@ def _graded(folders: ClassFolders, state: OutState, root: Path, settings: Settin
     ctx = prepare(root, options.lessons, options.points_file, state.seed, settings,  # 2. prepare
                   options.fork)
     try:
-        info = class_info(ctx, settings, state, options)
+        info = class_info(ctx, settings, state, options, folders)
         check_plan(state, info)
         save_class(state.out, info)
+        if state.info is not None and not state.info.class_id:  # an earlier grader's class:
+            for record in state.records.values():  # its verified records join this class
+                save_student(state.out, record)
         todo = _todo(folders, state, options, ctx)
         for name in folders.skipped:
             print(f"skipped: {shown(name)}", file=sys.stderr)
@@ -315,7 +361,8 @@ def _graded(folders: ClassFolders, state: OutState, root: Path, settings: Settin
         try:
             records = grade_all(jobs, ctx, settings, state, info, options.jobs)   # 3. grade
         except Stopped:
-            _render(state, info, load_students(state.out), started, setup, folders, options)
+            _render(state, info, class_records(load_students(state.out), set(info.folders),
+                                               say=False), started, setup, folders, options)
             raise
         _render(state, info, records, started, setup, folders, options)           # 4. render
         print(f"graded {len(todo)} submission(s) in {time.monotonic() - started:.1f} s after "

@@ -20,6 +20,11 @@ namespace (as root, each job slot runs as an unprivileged uid of its own: course
 identity.py). What all its processes use together is watched (`Watch` in processes.py). The
 whole sandbox dies with its first process, and with the grader.
 
+No kernel object outlives a sandbox or is shared with another: besides its own namespaces (IPC
+and network among them), every process in it runs under the grader's seccomp filter (no
+keyrings, no System V IPC, no memfd, no shared anonymous memory: course/grading/seccomp.py) with
+a session keyring of its own, and finds /proc/keys, /proc/key-users and /dev/zero closed.
+
 Two ways to start the sandboxed process: `exec` (bubblewrap runs the command) and `fork` (a
 copy of the fork server, which imported torch once, enters a sandbox that bubblewrap holds
 open with a placeholder; see course/grading/forkserver.py). Both give a `Running`
@@ -28,6 +33,7 @@ open with a placeholder; see course/grading/forkserver.py). Both give a `Running
 from __future__ import annotations
 
 import functools
+import base64
 import json
 import os
 import re
@@ -39,6 +45,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from course.grading import identity as ids
+from course.grading import seccomp
 from course.grading.identity import Identity
 from course.grading.processes import (LIVE, ExecRunning, ForkRunning, ForkServer, Running, Watch,
                                       kill_group)
@@ -55,6 +62,7 @@ FIX = "install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`)"
 ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "nsswitch.conf", "passwd", "group",
              "localtime", "hosts", "fonts", "ssl/certs", "mime.types")
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+PROC_HIDDEN = ("keys", "key-users")  # /proc files a sandbox finds empty (an unreadable /dev/null)
 # what every sandboxed process finds in its environment; the course's switches for sandboxed
 # checks (such as COURSE_ISOLATE) belong here
 # recorded references, and every check judges its own exercise alone (dependencies answered by
@@ -165,10 +173,12 @@ class Limits:
             resource.setrlimit(getattr(resource, f"RLIMIT_{name}"), value)
 
     def starter(self, identity: Identity | None):
-        """What the child that execs bubblewrap runs first: become the slot's uid, then limits."""
+        """What the child that execs bubblewrap runs first: become the slot's uid, leave the
+        grader's session keyring for an empty one of its own, then limits."""
         def start() -> None:
             if identity is not None:
                 identity.become()
+            seccomp.new_session_keyring()
             self.apply()
         return start
 
@@ -199,6 +209,10 @@ def _memfd(name: str, data: bytes) -> int:
     return fd
 
 
+def _encoded(program: bytes | None) -> str | None:
+    return base64.b64encode(program).decode("ascii") if program is not None else None
+
+
 def bwrap_args(layout: Layout, fds: list[int], identity: Identity | None = None) -> list[str]:
     """bubblewrap's options for `layout` (file descriptors it must read appended to `fds`); run
     as `identity` (a job slot's uid, when the grader is root), host folders it cannot reach are
@@ -212,8 +226,18 @@ def bwrap_args(layout: Layout, fds: list[int], identity: Identity | None = None)
             args += ["--ro-bind", system, system]
     for name in ETC_FILES:
         args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
-    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
-             "--remount-ro", "/dev"]
+    args += ["--proc", "/proc"]
+    for name in PROC_HIDDEN:  # which keys and key quotas the sandbox's uid has: not its business
+        if os.path.exists(f"/proc/{name}"):
+            args += ["--ro-bind", "/dev/null", f"/proc/{name}"]
+    # /dev/zero cannot be opened (bubblewrap remounts its node read-only and nodev): opened for
+    # writing, a shared mapping of it is memory no process holds (seccomp.py)
+    args += ["--dev", "/dev", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
+             "--remount-ro", "/dev/zero", "--remount-ro", "/dev"]
+    program = seccomp.program()
+    if program is not None:  # keyrings, memory no process holds: refused (seccomp.py)
+        fds.append(_memfd("seccomp", program))
+        args += ["--seccomp", str(fds[-1])]
     for path, size in sorted(layout.tmpfs.items(), key=lambda item: _depth(item[0])):
         args += ["--size", str(int(size)), "--tmpfs", path]
     # after the private /tmp: an environment that lives under /tmp stays visible
@@ -305,6 +329,7 @@ class Sandbox:
         finally:
             os.close(out_w)
             os.close(err_w)
+        running.cpu_limit = limits.rlimits().get("CPU", (0, 0))[0]
         LIVE.add(running)
         return running
 
@@ -346,7 +371,7 @@ class Sandbox:
             argv = [interpreter(), "-S", "-c", NPROC_LAUNCHER, str(limits.nproc), *argv]
         proc, ns_pid = self._bwrap(argv, limits, identity, out_w, err_w)
         running = ExecRunning(proc, out_r, err_r, sandboxed=True)
-        running.watch = Watch(ns_pid, limits.memory_mib * MIB) if ns_pid else None
+        running.watch = Watch(ns_pid, limits.memory_mib * MIB, self.in_memory()) if ns_pid else None
         return running
 
     def _holder(self, err: int, limits: Limits, identity: Identity | None) -> tuple[subprocess.Popen, int]:
@@ -373,12 +398,17 @@ class Sandbox:
                    "cwd": self.p(self.layout.cwd),
                    "path": [p for p in self._env().get("PYTHONPATH", "").split(":") if p],
                    "rlimits": limits.inside(),
-                   "as": [identity.uid, identity.gid] if identity is not None else None}
+                   "as": [identity.uid, identity.gid] if identity is not None else None,
+                   "keyctl": seccomp.keyctl_number(), "seccomp": _encoded(seccomp.program())}
         try:
             status = self.server.spawn(request, out_w, err_w)
         except OSError:
             kill_group(holder)
             raise
         running = ForkRunning(holder, status, out_r, err_r)
-        running.watch = Watch(pid, limits.memory_mib * MIB)
+        running.watch = Watch(pid, limits.memory_mib * MIB, self.in_memory())
         return running
+
+    def in_memory(self) -> list[str]:
+        """The sandbox's folders whose files are memory (tmpfs): the watch counts them."""
+        return sorted({*self.layout.tmpfs, "/dev/shm"})

@@ -112,8 +112,8 @@ def _apply_hidden(checks: dict[str, CheckRecord], passed: list[str],
         why = confirmation.why if confirmation is not None else "not confirmed"
         record.confirmed, record.message = False, f"{UNCONFIRMED}: {why}"
         record.hidden_failure = confirmation.case if confirmation is not None else None
-        if confirmation is not None and confirmation.timed_out:
-            found.statuses.add("timeout")
+        if confirmation is not None and (confirmation.timed_out or confirmation.memory):
+            found.statuses.add("timeout" if confirmation.timed_out else "memory-limit")
             found.problems.append(f"{check_id}: {why}")
 
 

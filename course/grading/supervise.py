@@ -11,12 +11,14 @@ the sandbox is killed with everything in it and a fresh child takes the next ite
 
 A child that dies during an item charges that item (its exit code is the reason). One killed
 for CPU time after it had finished other items gets one more try in a fresh process, since the
-CPU-time limit counts the whole process: the second death charges the item for good.
+CPU-time limit counts the whole process: the second death charges the item for good. A death
+is the CPU-time limit's only when the process had used up its CPU-seconds: a SIGKILL or SIGXCPU
+sent from inside the sandbox (a kill of its own process group) is a death like any other.
 
 Every WATCH seconds, what all the sandbox's processes use together is read (processes.Watch):
-a sandbox over its share (more than a core's worth of CPU-seconds, or more private memory than
-the memory limit: a storm of processes or threads) is killed at once and charges the item, as
-a CPU-time or a memory death, without a second try.
+a sandbox over its share (more than a core's worth of CPU-seconds, or more memory than the
+memory limit: a storm of processes or threads, files in its tmpfs) is killed at once and
+charges the item, as a CPU-time or a memory death, without a second try.
 """
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ LOG_CAP = 1 << 20       # bytes of a child's stderr kept in raw/, per run
 CHUNK = 1 << 16
 FAILED_TO_START = 125
 WATCH = 0.25            # seconds between two looks at what a sandbox uses as a whole
+CPU_SLACK = 0.5         # CPU-seconds: the kernel's and rusage's accounting may differ by ticks
 
 
 @dataclass
@@ -44,6 +47,7 @@ class ItemResult:
     exit_code: int | None = None  # the child died during this item
     timed_out: bool = False
     cpu_limit: bool = False       # killed for CPU time (twice, when it had a second try)
+    memory_limit: bool = False    # killed by the watch for the sandbox's memory
     seconds: float = 0.0
 
 
@@ -108,7 +112,11 @@ def parse(line: bytes) -> dict | None:
 
 
 def _cpu_killed(proc: Running, code: int) -> bool:
-    return code == -signal.SIGXCPU or (code == -signal.SIGKILL and not proc.killed)
+    """Whether the CPU-time limit ended the process: SIGXCPU at the soft limit, SIGKILL at the
+    hard one, and its CPU-seconds at the limit (what it was sent from inside does not count)."""
+    if proc.killed or code not in (-signal.SIGXCPU, -signal.SIGKILL) or not proc.cpu_limit:
+        return False
+    return proc.cpu is not None and proc.cpu >= proc.cpu_limit - CPU_SLACK
 
 
 class _Process:
@@ -189,7 +197,8 @@ class _Process:
         run = self.run
         run.log.note(f"the grader stopped the sandbox: {why}")
         seconds = time.monotonic() - self.clock
-        run.charge(ItemResult(exit_code=-signal.SIGKILL, cpu_limit=kind == "cpu", seconds=seconds))
+        run.charge(ItemResult(exit_code=-signal.SIGKILL, cpu_limit=kind == "cpu",
+                              memory_limit=kind == "memory", seconds=seconds))
 
     def died(self, code: int) -> None:
         run, item = self.run, self.run.remaining[0] if self.run.remaining else None

@@ -9,9 +9,10 @@ MEMORY_WORDS = ("MemoryError", "can't allocate memory", "DefaultCPUAllocator", "
 
 
 def kernel_died(record: dict) -> bool:
-    """The process running the cell exited by itself (-9 is the grader killing it)."""
+    """The process running the cell exited by itself, or was killed from inside its sandbox
+    (`signalled`); a bare -9 is the grader killing it."""
     code = record.get("kernel_exit")
-    return code is not None and code != -9
+    return code is not None and (code != -9 or record.get("signalled") is True)
 
 
 def judge_cell(cell: CheckCell, record: dict | None, n_cases: dict[str, int],
@@ -37,6 +38,8 @@ def judge_cell(cell: CheckCell, record: dict | None, n_cases: dict[str, int],
             continue
         if mine:
             message = mine[0]["evalue"].strip()
+        elif died and record.get("signalled") is True:
+            message = f"CRASHED: {record.get('message')}, while this check cell ran; the kernel died"
         elif died:
             message = (f"CRASHED: the process died (exit code {record['kernel_exit']}) while "
                        "this check cell ran (os._exit, a segfault, an abort in native code?); "

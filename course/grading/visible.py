@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,11 +70,33 @@ def _outcome_record(outcome, settings: Settings) -> dict:
     if outcome.cpu_limit:
         return {"ok": None, "cpu_limit": True, "outputs": [], "kernel_exit": None, "raised": [],
                 "message": f"CPU-time limit of {settings.cpu():g} s exceeded"}
+    if outcome.memory_limit:
+        return {"ok": None, "memory_limit": True, "outputs": [], "kernel_exit": None,
+                "raised": [], "message": memory_message(settings)}
     if outcome.timed_out:
         return {"ok": None, "timed_out": True, "outputs": [], "kernel_exit": None, "raised": [],
                 "message": f"Timeout of {settings.cell_timeout:g} seconds exceeded"}
     return {"ok": None, "outputs": [], "kernel_exit": outcome.exit_code, "raised": [],
-            "message": f"the process died (exit code {outcome.exit_code})"}
+            "signalled": outcome.exit_code is not None and outcome.exit_code < 0,
+            "message": died_message(outcome.exit_code)}
+
+
+def memory_message(settings: Settings) -> str:
+    return (f"the sandbox held more memory than its limit of {settings.memory_mib} MiB (its "
+            "processes and its files in /tmp and /dev/shm together)")
+
+
+def died_message(code: int | None) -> str:
+    """Why a process the grader did not stop ended: its exit code, or the signal that killed it
+    (sent from inside the sandbox, or by the kernel: never a limit of the grader's)."""
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return (f"the process was killed by {name}, sent from inside its sandbox or by the "
+                f"kernel (no limit of the grader's was reached; exit code {code})")
+    return f"the process died (exit code {code})"
 
 
 def run_check_cells(ctx: ClassContext, settings: Settings, files: dict[str, bytes],

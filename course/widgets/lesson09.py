@@ -109,6 +109,7 @@ def _draw_tiles(ax, walk: dict, block: int, row: int) -> None:
 def _draw_row(ax, walk: dict, block: int, row: int) -> None:
     final_m, final_l = walk["final"]
     ax.axhline(final_m, color="tab:red", ls="--", lw=1, label=_("max of the whole row"))
+    axes = [ax]
     if walk["history"]:
         blocks = [kb for kb, _m, _l in walk["history"]]
         ax.plot(blocks, [m for _kb, m, _l in walk["history"]], "o-", color="tab:red",
@@ -118,14 +119,23 @@ def _draw_row(ax, walk: dict, block: int, row: int) -> None:
                    label=_("running sum l"))
         right.axhline(final_l, color="tab:blue", ls="--", lw=1, label=_("sum of the whole row"))
         right.set_ylabel(_("l = Σ exp(score − m)"), color="tab:blue")
-        right.legend(fontsize=7, loc="lower right")
+        axes.append(right)
     else:
         ax.text(0.5, 0.5, _("row {row}'s tiles are not reached yet").format(row=row),
                 ha="center", transform=ax.transAxes, fontsize=8)
-    ax.set_xlim(-0.5, math.ceil(L / block) - 0.5)
+    n = math.ceil(L / block)
+    ax.set_xlim(-0.5, n - 0.5)
+    ax.set_xticks(range(n))  # key blocks are whole numbers
     ax.set(xlabel=_("key block"), ylabel=_("m"))
     ax.set_title(_("query row {row}: what the online softmax keeps").format(row=row), fontsize=8)
-    ax.legend(fontsize=7, loc="upper left")
+    # one legend for both axes, under the plot: inside it would cover the last points, where the
+    # running values meet the dashed lines of the whole row
+    handles, labels = [], []
+    for axis in axes:
+        found = axis.get_legend_handles_labels()
+        handles, labels = handles + found[0], labels + found[1]
+    ax.legend(handles, labels, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18),
+              ncol=2, frameon=False)
 
 
 def draw_tiles(fig, step: int, block: int, row: int, window: bool) -> None:
@@ -136,14 +146,31 @@ def draw_tiles(fig, step: int, block: int, row: int, window: bool) -> None:
     _draw_row(ax_row, walk, block, row)
 
 
+def tiles_in_order(block: int, window: bool) -> int:
+    """How many tiles the walk visits: what the "tiles visited" slider runs up to."""
+    return len(tile_order(block, WINDOW if window else None))
+
+
 def tiles_explorer() -> widgets.VBox:
     controls = {
-        "step": widgets.IntSlider(value=16, min=1, max=64, description=_("tiles visited")),
+        "step": widgets.IntSlider(value=16, min=1, max=tiles_in_order(4, False),
+                                  description=_("tiles visited")),
         "block": widgets.SelectionSlider(options=BLOCKS, value=4, description=_("block size")),
         "row": widgets.IntSlider(value=10, min=0, max=L - 1, description=_("query row")),
-        "window": widgets.Checkbox(value=False,
-                                   description=_("sliding window: skip tiles outside the band")),
+        "window": widgets.Checkbox(value=False, indent=False,
+                                   description=_("sliding window: skip tiles outside the band"),
+                                   layout=widgets.Layout(width="auto")),
     }
+
+    def follow_tile_count(_change=None):
+        """The slider runs from 1 to the number of tiles the walk visits: none of its track
+        does nothing, and its readout is the tile the figure shows."""
+        total = tiles_in_order(controls["block"].value, controls["window"].value)
+        controls["step"].value = min(controls["step"].value, total)
+        controls["step"].max = total
+
+    for name in ("block", "window"):  # before live_figure's own observers: the max first
+        controls[name].observe(follow_tile_count, names="value")
     return live_figure(draw_tiles, controls, _(
         "Tiled attention reads the scores of 24 queries against 24 keys one square tile at a "
         "time and never holds the whole matrix. Left: the tiles visited so far (dark ones come "

@@ -95,6 +95,10 @@ REGISTRY = [
     Entry("lesson09:tiles_explorer",
           N_("Attention one tile at a time: the tiles of the score matrix as they are read, and "
              "one row's running maximum and sum (the online softmax)")),
+    Entry("lesson10:routes_explorer",
+          N_("Linear attention and its relatives: how much each form keeps as the text grows, "
+             "and the weights one word gives the others under softmax, linear and Nyström "
+             "attention")),
 ]
 
 

@@ -5,12 +5,17 @@
 # later lesson builds on the exercises of the lessons before it and says which at its top.
 #
 # This course builds attention in PyTorch from the ground up: Q, K, V by hand, one head, many
-# heads, attention bias, AlphaFold2's global column attention and output gate, and finally the
-# 2025 gated-attention paper, whose claims you will test yourself on a laptop CPU.
+# heads, attention bias, AlphaFold2's global column attention and output gate, the Transformer
+# around attention, and the 2025 gated-attention paper, whose claims you will test yourself on a
+# laptop CPU. The last lessons take on what attention costs on long sequences, by two routes:
+# **route one** computes the same attention tile by tile with an online softmax, never holding the
+# whole score matrix; **route two** changes the math itself (linear attention, a gated state,
+# Nyström landmarks) and measures what that gives up.
 #
 # **In this lesson you will**
 # - learn where you write code and how a check tells you whether it is right;
-# - see what your machine offers the course (CUDA or not, Graphviz or not);
+# - see what your machine offers the course (CUDA or not, Graphviz or not, a font for Chinese
+#   or not);
 # - write your first function and pass your first check;
 # - meet the course's vocabulary, in English and Chinese.
 
@@ -66,7 +71,9 @@ import course_setup  # noqa: F401  (puts the course on the path, turns on autore
 #
 # Nothing in the course needs a GPU. Cells that can use one detect it and fall back to the CPU.
 # Graphviz's `dot` draws the model graphs of lessons 03, 06 and 07; without it you see the
-# graph's text source instead.
+# graph's text source instead. Figures with Chinese text (those of the Chinese edition) need a
+# font that has Chinese characters; without one they show boxes, and the report gives the
+# command that installs one.
 
 # %% tags=["nbval-ignore-output"]
 from course.env_report import environment_report
@@ -127,6 +134,7 @@ except CheckFailed as failure:
 # with your code, save, and run the cell below. It imports **your** function.
 
 # %% tags=["check"]
+from course.checks.lesson00 import check_batched_dot
 from exercises.warmup import batched_dot
 
 check_batched_dot(batched_dot)

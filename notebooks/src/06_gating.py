@@ -168,6 +168,7 @@ check_gate(MultiHeadAttention)
 
 # %% tags=["check"]
 from course.checks.lesson06 import check_full_module
+from exercises.mha import MultiHeadAttention
 
 check_full_module(MultiHeadAttention)
 

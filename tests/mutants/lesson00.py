@@ -50,7 +50,31 @@ MUTANTS += [
     Mutant('00.batched_dot', 'warmup.py', 'return (a * b).sum(dim=-1)',
            'return (a * b.detach()).sum(dim=-1)', "", 'b detached', kind='gradients',
            exact=(
-               'grad b shape (2, 4, 3) as expected, but it holds 24 NaN where the reference has numbers',
+               "grad b: no gradient arrived (autograd gave None: nothing in your code connects it to the output), where the reference's has numbers",
                'hint: the output is right but no gradient reaches b: something on its path to the output is cut (.detach(), torch.no_grad(), .data, .item() or a new torch.tensor(...)), so it would never learn',
+           )),
+]
+
+# The kinds of case every check now carries, and each lesson's central idea named (bfloat16, a
+# dropout left on, a None returned, a gradient that never arrives, a mask of the other polarity,
+# NaN named only where it is, the wrong formula): each message as the student reads it.
+MUTANTS += [
+    Mutant('00.batched_dot', 'warmup.py', 'return (a * b).sum(dim=-1)',
+           'out = torch.zeros(torch.broadcast_shapes(a.shape, b.shape)[:-1])\n    for i in range(a.shape[-1]):\n        out = out + a[..., i] * b[..., i]\n    return out', "", 'a float32 accumulator added to out of place: float32 for bfloat16 inputs', kind='bfloat16',
+           exact=(
+               'output dtype: expected torch.bfloat16, got torch.float32 (the values agree)',
+               "hint: your result is float32 for bfloat16 inputs: the output's dtype must follow the input's, and something in your code fixes it (.float(), or torch.zeros/ones/tensor/arange without dtype=): create tensors with dtype=x.dtype (zeros_like, x.new_zeros, x.new_tensor) and never cast the result",
+           )),
+    Mutant('00.batched_dot', 'warmup.py', 'return (a * b).sum(dim=-1)',
+           'result = (a * b).sum(dim=-1)', "", 'the result computed and never returned', kind='none return',
+           exact=(
+               'returned None: is a `return` statement missing?',
+               'hint: your batched_dot returned None: Python returns None from a function that ends without a `return` (one is missing, or an `if` or a loop that never ran skips it on this path), or it returns a variable that is still None here (a loop over blocks or positions that never ran, an accumulator never assigned)',
+           )),
+    Mutant('00.batched_dot', 'warmup.py', '(a * b).sum(dim=-1)',
+           '(a * b).sum()', "", 'every product summed into one number', kind='diagnosis',
+           exact=(
+               'output shape: expected (4,), got ()',
+               'hint: your result sums every product into one number: (a * b).sum() has no dim; sum over the last axis only, (a * b).sum(dim=-1): one number per pair',
            )),
 ]

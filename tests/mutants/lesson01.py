@@ -136,3 +136,21 @@ MUTANTS += [
                'hint: `.T` reverses EVERY axis of a tensor with more than two (and is deprecated there): with batch axes, k.T is not the keys transposed. Swap only the last two axes: k.transpose(-2, -1) (or k.mT)',
            )),
 ]
+
+# The kinds of case every check now carries, and each lesson's central idea named (bfloat16, a
+# dropout left on, a None returned, a gradient that never arrives, a mask of the other polarity,
+# NaN named only where it is, the wrong formula): each message as the student reads it.
+MUTANTS += [
+    Mutant('01.stable_softmax', 'softmax.py', 'return exponentials / exponentials.sum(dim=dim, keepdim=True)',
+           'return exponentials', "", 'exp(x - max) never divided by the sum', kind='diagnosis',
+           exact=(
+               'output shape (4,) as expected; max |expected - got| = 0.633 (tolerance 1e-12 + 1e-10*|expected|)',
+               'hint: your result is exp(x - max) without the division: normalise each slice by its sum, exponentials / exponentials.sum(dim=dim, keepdim=True), so that it sums to 1 along `dim`',
+           )),
+    Mutant('01.stable_softmax', 'softmax.py', 'return exponentials / exponentials.sum(dim=dim, keepdim=True)',
+           'return exponentials / exponentials.sum()', "", 'divided by the sum over the whole tensor', kind='diagnosis',
+           exact=(
+               'sums along dim=-1 are off from 1 by up to 0.775',
+               'hint: your result is divided by the sum over the WHOLE tensor: the sum must run along `dim` only (sum(dim=dim, keepdim=True)), so that every slice sums to 1 on its own',
+           )),
+]

@@ -46,10 +46,6 @@ MUTANTS = [
     Mutant("02.attention_weights", "attention.py", "        scores = scores + bias\n",
            "        pass\n", "add the bias", "bias dropped"),
     Mutant("02.attention_weights", "attention.py",
-           'scores = scores.masked_fill(~mask, float("-inf"))',
-           'scores = scores.masked_fill(mask, float("-inf"))', "'may attend'",
-           "mask inverted"),
-    Mutant("02.attention_weights", "attention.py",
            "    scores = scores.masked_fill(~sees_something, 0.0)\n"
            "    return stable_softmax(scores, dim=-1) * sees_something",
            "    return stable_softmax(scores, dim=-1)", "fully masked row",
@@ -142,7 +138,7 @@ MUTANTS += [
            '    return stable_softmax(scores, dim=-1) * mask', "", 'mask applied after the softmax',
            exact=(
                'output shape (2, 5, 5) as expected; max |expected - got| = 0.477 (tolerance 1e-09 + 1e-07*|expected|)',
-               "hint: the rows of your weights do not sum to 1 over the keys a query may see: the mask must act on the scores BEFORE the softmax (masked_fill(~mask, float('-inf'))), so that each row spreads over its visible keys only; zeroing weights after the softmax leaves rows that sum to less than 1",
+               "hint: your weights are the softmax of the unmasked scores, multiplied by the mask afterwards: each row then sums to less than 1 over the keys a query may see. The mask acts on the scores BEFORE the softmax (masked_fill(~mask, float('-inf'))), so that each row spreads over its visible keys only",
            )),
     Mutant('02.attention_weights', 'attention.py', '    if mask is None:\n',
            '    if not mask:\n', "", '`if not mask:` on a tensor',
@@ -218,5 +214,53 @@ MUTANTS += [
            exact=(
                'output shape (2, 5, 5) as expected, but it holds 10 NaN where the reference has numbers',
                "hint: your attention_weights calls stable_softmax with other arguments than the reference: `dim` is -2, the reference passes -1. That call is where your computation first leaves the reference's, so the bug is in what you pass there (the code before that call agrees)",
+           )),
+]
+
+# The kinds of case every check now carries, and each lesson's central idea named (bfloat16, a
+# dropout left on, a None returned, a gradient that never arrives, a mask of the other polarity,
+# NaN named only where it is, the wrong formula): each message as the student reads it.
+MUTANTS += [
+    Mutant('02.attention_weights', 'attention.py', 'return stable_softmax(scores, dim=-1) * sees_something',
+           'return stable_softmax(scores, dim=-1) * sees_something.float()', "", 'the row flags made float32 by .float()', kind='bfloat16',
+           exact=(
+               'output dtype: expected torch.bfloat16, got torch.float32 (the values agree)',
+               "hint: your result is float32 for bfloat16 inputs: the output's dtype must follow the input's, and something in your code fixes it (.float(), or torch.zeros/ones/tensor/arange without dtype=): create tensors with dtype=x.dtype (zeros_like, x.new_zeros, x.new_tensor) and never cast the result",
+           )),
+    Mutant('02.single_head', 'attention.py', 'return self.linear_o(scaled_dot_product_attention(q, k, v, bias=bias, mask=mask))',
+           'return self.linear_o(torch.nn.functional.dropout(scaled_dot_product_attention(q, k, v, bias=bias, mask=mask), 0.1, self.training))', "", 'dropout on the attention output in training mode', kind='randomness',
+           exact=(
+               'the same input, run twice in training mode, gave outputs that differ by up to 1.81: something in your code draws random numbers',
+               "hint: your code draws random numbers: the same input gives another output each time. A dropout left on (nn.Dropout in training mode, or F.dropout(x, p), whose training=True is the default even in eval mode), or torch.rand/randn/bernoulli in forward: the course's modules have no dropout, so remove it (every other difference of this check may come from it too)",
+           )),
+    Mutant('02.attention_weights', 'attention.py', '    if mask is None:\n        return stable_softmax(scores, dim=-1)\n',
+           '    if mask is None:\n        weights = stable_softmax(scores, dim=-1)\n        return\n', "", 'a bare return on the path without a mask', kind='none return',
+           exact=(
+               'returned None: is a `return` statement missing?',
+               'hint: your attention_weights returned None: Python returns None from a function that ends without a `return` (one is missing, or an `if` or a loop that never ran skips it on this path), or it returns a variable that is still None here (a loop over blocks or positions that never ran, an accumulator never assigned)',
+           )),
+    Mutant('02.attention_forward', 'attention.py', 'return attention_weights(q, k, bias=bias, mask=mask) @ v',
+           'return attention_weights(q, k.detach(), bias=bias, mask=mask) @ v', "", 'k detached: only its gradient is missing', kind='missing gradient',
+           exact=(
+               "grad k: no gradient arrived (autograd gave None: nothing in your code connects it to the output), where the reference's has numbers",
+               'hint: the output is right but no gradient reaches k: something on its path to the output is cut (.detach(), torch.no_grad(), .data, .item() or a new torch.tensor(...)), so it would never learn',
+           )),
+    Mutant('02.attention_weights', 'attention.py', 'scores = scores.masked_fill(~mask, float("-inf"))',
+           'scores = scores.masked_fill(mask, float("-inf"))', "", 'the keys the mask lets through hidden instead', kind='mask polarity',
+           exact=(
+               'output shape (2, 5, 5) as expected, but it holds 25 NaN where the reference has numbers',
+               "hint: your weights spread each query over the keys the mask hides and give the keys it may see weight 0: the mask's polarity is inverted. True in a mask means 'may attend': hide the keys where it is False, masked_fill(~mask, float('-inf'))",
+           )),
+    Mutant('02.attention_weights', 'attention.py', '    scores = scores.masked_fill(~mask, float("-inf"))\n    # a row that is all -inf would give (-inf) - (-inf) = NaN; zero it instead\n    sees_something = mask.expand_as(scores).any(dim=-1, keepdim=True)\n    scores = scores.masked_fill(~sees_something, 0.0)\n    return stable_softmax(scores, dim=-1) * sees_something',
+           '    scores = scores.masked_fill(~mask, -1e9)\n    return stable_softmax(scores, dim=-1)', "", 'masked with -1e9: uniform weights for a query that sees no key, no NaN anywhere', kind='nan evidence',
+           exact=(
+               'the fully masked query got weights [[0.25, 0.25, 0.25, 0.25], [0.25, 0.25, 0.25, 0.25]], expected all 0',
+               'hint: a query that may see no key got the same weight 1/n on every (masked) key instead of zeros: a finite fill such as -1e9 makes such a row all equal, and its softmax uniform. The other rows are right. Give a row that sees no key zero weights: multiply the weights by mask.any(dim=-1, keepdim=True) (or fill with -inf and zero that row, as the lesson does)',
+           )),
+    Mutant('02.attention_weights', 'attention.py', '    scores = scores.masked_fill(~sees_something, 0.0)\n    return stable_softmax(scores, dim=-1) * sees_something',
+           '    return stable_softmax(scores, dim=-1)', "", 'a query that sees no key left with -inf scores: NaN weights', kind='nan evidence',
+           exact=(
+               'a query whose keys are all masked got NaN weights',
+               'hint: a query that may see no key got NaN weights: its scores are all -inf, and the softmax of a row of -inf is NaN ((-inf) - (-inf)). The other rows are right. Give such a row finite scores before the softmax (masked_fill(~sees_something, 0.0)) and multiply its weights by 0',
            )),
 ]

@@ -137,7 +137,25 @@ MUTANTS += [
     Mutant('03.split_heads', 'mha.py', 'return x.view(*batch, L, N_head, width // N_head).transpose(-3, -2)',
            'return torch.as_tensor(x.detach().numpy()).view(*batch, L, N_head, width // N_head).transpose(-3, -2)', "", 'a round trip through numpy', kind='gradients',
            exact=(
-               'grad x shape (2, 5, 8) as expected, but it holds 80 NaN where the reference has numbers',
+               "grad x: no gradient arrived (autograd gave None: nothing in your code connects it to the output), where the reference's has numbers",
                'hint: the output is right but no gradient reaches x: something on its path to the output is cut (.detach(), torch.no_grad(), .data, .item() or a new torch.tensor(...)), so it would never learn',
+           )),
+]
+
+# The kinds of case every check now carries, and each lesson's central idea named (bfloat16, a
+# dropout left on, a None returned, a gradient that never arrives, a mask of the other polarity,
+# NaN named only where it is, the wrong formula): each message as the student reads it.
+MUTANTS += [
+    Mutant('03.multi_head_attention', 'mha.py', '        return merge_heads(o)\n',
+           '        return merge_heads(torch.nn.functional.dropout(o, p=0.1, training=self.training))\n', "", "dropout on the heads' output in training mode", kind='randomness',
+           exact=(
+               'the same input, run twice in training mode, gave outputs that differ by up to 0.925: something in your code draws random numbers',
+               "hint: your code draws random numbers: the same input gives another output each time. A dropout left on (nn.Dropout in training mode, or F.dropout(x, p), whose training=True is the default even in eval mode), or torch.rand/randn/bernoulli in forward: the course's modules have no dropout, so remove it (every other difference of this check may come from it too)",
+           )),
+    Mutant('03.multi_head_attention', 'mha.py', '        key_mask = None if attention_mask is None else attention_mask[..., None, None, :]\n        o = scaled_dot_product_attention(q, k, v, bias=bias, mask=key_mask)\n        return merge_heads(o)',
+           '        key_mask = None if attention_mask is None else ~attention_mask[..., None, None, :]\n        o = scaled_dot_product_attention(q, k, v, bias=bias, mask=key_mask)\n        return merge_heads(o)', "", 'the key mask inverted on its way to the attention', kind='mask polarity',
+           exact=(
+               'output shape (2, 5, 4) as expected; max |expected - got| = 5.07 (tolerance 1e-09 + 1e-07*|expected|)',
+               'hint: your MultiHeadAttention passes scaled_dot_product_attention a `mask` with True and False swapped: True marks what may be attended (a real token, a key the query may see), False what is hidden; pass the mask as it is (or build it that way round)',
            )),
 ]

@@ -95,3 +95,15 @@ MUTANTS += [
                'hint: the last three axes are (N_head, q, k) as they are, also when q != k (cross-attention): take them from bias.shape[-3:], never as (N_head, L, L)',
            )),
 ]
+
+# The kinds of case every check now carries, and each lesson's central idea named (bfloat16, a
+# dropout left on, a None returned, a gradient that never arrives, a mask of the other polarity,
+# NaN named only where it is, the wrong formula): each message as the student reads it.
+MUTANTS += [
+    Mutant('04.broadcastable_bias', 'bias.py', 'return bias.view(*batch, *(1,) * n, *bias.shape[-3:])',
+           'return bias.detach().view(*batch, *(1,) * n, *bias.shape[-3:])', "", 'the view taken of a detached bias', kind='missing gradient',
+           exact=(
+               "grad bias: no gradient arrived (autograd gave None: nothing in your code connects it to the output), where the reference's has numbers",
+               'hint: the output is right but no gradient reaches bias: something on its path to the output is cut (.detach(), torch.no_grad(), .data, .item() or a new torch.tensor(...)), so it would never learn',
+           )),
+]

@@ -138,3 +138,27 @@ MUTANTS += [
                "hint: the output is right but the gradient with respect to x holds NaN where the reference's is a number: a step of the forward pass makes NaN or inf (0/0, exp of inf, the softmax of an all -inf row) and a later where, masked_fill or nan_to_num hides it in the output, but backward still sends NaN through it (NaN * 0 = NaN): make every step finite where it is computed (clamp a count to at least 1 before dividing, give a fully masked row finite scores before the softmax)",
            )),
 ]
+
+# The kinds of case every check now carries, and each lesson's central idea named (bfloat16, a
+# dropout left on, a None returned, a gradient that never arrives, a mask of the other polarity,
+# NaN named only where it is, the wrong formula): each message as the student reads it.
+MUTANTS += [
+    Mutant('05.masked_mean', 'mha.py', 'weights = mask.unsqueeze(-1).to(x.dtype)',
+           'weights = mask.unsqueeze(-1).float()', "", "the mask's weights made float32 by .float()", kind='bfloat16',
+           exact=(
+               'output dtype: expected torch.bfloat16, got torch.float32 (the values agree)',
+               "hint: your result is float32 for bfloat16 inputs: the output's dtype must follow the input's, and something in your code fixes it (.float(), or torch.zeros/ones/tensor/arange without dtype=): create tensors with dtype=x.dtype (zeros_like, x.new_zeros, x.new_tensor) and never cast the result",
+           )),
+    Mutant('05.masked_mean', 'mha.py', 'total = (x * weights).sum(dim=dim)',
+           'total = (x.detach() * weights).sum(dim=dim)', "", 'x detached in the masked sum: no gradient arrives', kind='missing gradient',
+           exact=(
+               "grad x: no gradient arrived (autograd gave None: nothing in your code connects it to the output), where the reference's has numbers",
+               'hint: the output is right but no gradient reaches x: something on its path to the output is cut (.detach(), torch.no_grad(), .data, .item() or a new torch.tensor(...)), so it would never learn',
+           )),
+    Mutant('05.masked_mean', 'mha.py', 'count = weights.sum(dim=dim).clamp_min(1.0)',
+           'count = weights.sum(dim=dim)', "", 'the count not clamped: 0/0 = NaN for a slice with no real position', kind='nan evidence',
+           exact=(
+               'a slice with no True position gave NaN (0 / 0)',
+               'hint: divide by the count clamped to at least 1, so an all-padding slice gives 0 instead of 0/0 = NaN',
+           )),
+]

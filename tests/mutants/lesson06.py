@@ -85,7 +85,7 @@ MUTANTS += [
            'o = torch.sigmoid(self.linear_g(x)) + o', "", 'gate added, not multiplied',
            exact=(
                'output shape (2, 5, 8) as expected; max |expected - got| = 1.64 (tolerance 1e-09 + 1e-07*|expected|)',
-               "hint: the gate multiplies o (N_head*c channels) BEFORE linear_o, never linear_o's result: with o = 0 the output is linear_o's bias alone",
+               "hint: your gate is added to o: the gate multiplies o, channel by channel, o = sigmoid(linear_g(x)) * o, before linear_o",
            )),
 ]
 
@@ -105,5 +105,17 @@ MUTANTS += [
            exact=(
                'raised RuntimeError: a leaf Variable that requires grad is being used in an in-place operation.',
                'hint: an in-place change of a parameter in __init__ (.zero_(), .fill_(), .mul_(), +=) raises when autograd is on, as it is wherever the module is used: set starting values inside `with torch.no_grad():`, or with nn.init.zeros_, nn.init.ones_ or nn.init.constant_ (which do so)',
+           )),
+]
+
+# The kinds of case every check now carries, and each lesson's central idea named (bfloat16, a
+# dropout left on, a None returned, a gradient that never arrives, a mask of the other polarity,
+# NaN named only where it is, the wrong formula): each message as the student reads it.
+MUTANTS += [
+    Mutant('06.gate', 'mha.py', '            o = torch.sigmoid(self.linear_g(x)) * o\n            # END SOLUTION\n        return self.linear_o(o).movedim(-2, self.attn_dim)',
+           '            pass\n            # END SOLUTION\n        out = self.linear_o(o)\n        if self.gated:\n            out = torch.sigmoid(self.linear_g(x)) * out\n        return out.movedim(-2, self.attn_dim)', "", 'the gate applied after linear_o', kind='diagnosis',
+           exact=(
+               'output shape (2, 5, 8) as expected; max |expected - got| = 0.626 (tolerance 1e-09 + 1e-07*|expected|)',
+               "hint: your gate multiplies linear_o's result: the gate acts on o (N_head*c channels) BEFORE linear_o, o = sigmoid(linear_g(x)) * o, then linear_o(o)",
            )),
 ]

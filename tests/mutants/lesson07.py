@@ -295,3 +295,39 @@ MUTANTS += [
                'hint: the exponent lost its brackets: pos / base**2i / d_model computes base**2i first and divides by d_model after; write pos / base**(2i / d_model)',
            )),
 ]
+
+# The kinds of case every check now carries, and each lesson's central idea named (bfloat16, a
+# dropout left on, a None returned, a gradient that never arrives, a mask of the other polarity,
+# NaN named only where it is, the wrong formula): each message as the student reads it.
+MUTANTS += [
+    Mutant('07.decoder_block', 'transformer.py', 'return h + self.ffn(self.norm_ffn(h))',
+           'return h + torch.nn.functional.dropout(self.ffn(self.norm_ffn(h)), p=0.1)', "", 'F.dropout left on in the feed-forward branch (training=True by default)', kind='randomness',
+           exact=(
+               'the same input, run twice in training mode, gave outputs that differ by up to 0.709: something in your code draws random numbers',
+               "hint: your code draws random numbers: the same input gives another output each time. A dropout left on (nn.Dropout in training mode, or F.dropout(x, p), whose training=True is the default even in eval mode), or torch.rand/randn/bernoulli in forward: the course's modules have no dropout, so remove it (every other difference of this check may come from it too)",
+           )),
+    Mutant('07.rope', 'transformer.py', 'return x * cos + rotated * sin',
+           'out = x * cos + rotated * sin', "", 'the rotated x never returned', kind='none return',
+           exact=(
+               'returned None: is a `return` statement missing?',
+               'hint: your apply_rope returned None: Python returns None from a function that ends without a `return` (one is missing, or an `if` or a loop that never ran skips it on this path), or it returns a variable that is still None here (a loop over blocks or positions that never ran, an accumulator never assigned)',
+           )),
+    Mutant('07.decoder_block', 'transformer.py', 'return h + self.ffn(self.norm_ffn(h))',
+           'h = h + self.ffn(self.norm_ffn(h))', "", 'forward ends without a return', kind='none return',
+           exact=(
+               "returned None (in the case's output 'original'): is a `return` missing, or a variable still None on this path?",
+               'hint: your DecoderBlock returned None: Python returns None from a function that ends without a `return` (one is missing, or an `if` or a loop that never ran skips it on this path), or it returns a variable that is still None here (a loop over blocks or positions that never ran, an accumulator never assigned)',
+           )),
+    Mutant('07.cross_attention', 'transformer.py', 'key_mask = None if memory_mask is None else memory_mask[..., None, None, :]',
+           'key_mask = None if memory_mask is None else ~memory_mask[..., None, None, :]', "", 'the memory mask inverted', kind='mask polarity',
+           exact=(
+               'changing the encoder outputs at PADDED positions (memory_mask False) changed the result by up to 14.4: padded keys must get zero weight',
+               'hint: your CrossAttention passes scaled_dot_product_attention a `mask` with True and False swapped: True marks what may be attended (a real token, a key the query may see), False what is hidden; pass the mask as it is (or build it that way round)',
+           )),
+    Mutant('07.rms_norm', 'transformer.py', 'rms = torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)  # (*, 1)',
+           'rms = torch.sqrt(x.pow(2).mean(dim=-2, keepdim=True) + self.eps)  # (*, 1)', "", 'the mean square taken over the positions', kind='diagnosis',
+           exact=(
+               'output shape (2, 4) as expected; max |expected - got| = 0.142 (tolerance 1e-05 + 1e-07*|expected|)',
+               "hint: your mean runs over the positions (dim=-2), not over each row's channels: RMSNorm normalises every position on its own, mean(x**2, dim=-1, keepdim=True)",
+           )),
+]

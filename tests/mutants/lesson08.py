@@ -64,3 +64,15 @@ MUTANTS += [
                'hint: gate_scores returns (*, L, n_heads, head_dim)',
            )),
 ]
+
+# The kinds of case every check now carries, and each lesson's central idea named (bfloat16, a
+# dropout left on, a None returned, a gradient that never arrives, a mask of the other polarity,
+# NaN named only where it is, the wrong formula): each message as the student reads it.
+MUTANTS += [
+    Mutant('08.gate_elementwise', 'gated_attention.py', 'y = y * self.gate_scores(x)',
+           'y = y * torch.nn.functional.dropout(self.gate_scores(x), 0.1)', "", 'dropout on the gate scores, left on in eval', kind='randomness',
+           exact=(
+               'the same input, run twice in training mode, gave outputs that differ by up to 0.84: something in your code draws random numbers',
+               "hint: your code draws random numbers: the same input gives another output each time. A dropout left on (nn.Dropout in training mode, or F.dropout(x, p), whose training=True is the default even in eval mode), or torch.rand/randn/bernoulli in forward: the course's modules have no dropout, so remove it (every other difference of this check may come from it too)",
+           )),
+]

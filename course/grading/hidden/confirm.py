@@ -6,12 +6,19 @@ seed, only the inputs), in a fresh sandboxed process that can import the student
 and torch and nothing else (course/confirm/harness.py). The outputs come back as plain tensors and
 are compared here, in the grader's process, with the outputs of `solutions/` on the same cases.
 The specs are in `lessonNN.py` beside this file (see spec.py).
+
+Each check draws from a generator of its own, seeded with `generator_seed`: 32 bits (all that
+torch's CPU generator keeps, a Mersenne Twister seeded with 32 bits) of a SHA-256 of the whole
+class seed and the check's id. So every bit of the class seed changes every check's cases, the
+cases of one check tell nothing of another's or of the class seed, and a seed whose derivation
+meets the public rehearsal's (course/confirm/public.py) is one the grader refuses
+(`public_collisions`).
 """
 from __future__ import annotations
 
+import hashlib
 import importlib
 import pkgutil
-import zlib
 
 import torch
 
@@ -36,11 +43,28 @@ def draw_cases(check, seed: int, solutions: str = "solutions") -> list[dict]:
     if spec is None:
         raise KeyError(f"no hidden cases for {check.id}: add a spec to "
                        f"course/grading/hidden/lesson{check.lesson}.py")
-    own_seed = (seed * 1_000_003 + zlib.crc32(check.id.encode())) % 2**63
-    cases = spec.make(Draw(own_seed, check.target, solutions))
+    cases = spec.make(Draw(generator_seed(seed, check.id), check.target, solutions))
     names = [c["name"] for c in cases]
     assert len(set(names)) == len(names), f"{check.id}: hidden case names repeat"
     return cases
+
+
+def generator_seed(seed: int, check_id: str) -> int:
+    """The seed of `check_id`'s generator for the class seed `seed`: 32 bits of a SHA-256 of
+    both (torch's CPU generator keeps no more than 32 bits of a seed)."""
+    digest = hashlib.sha256(f"attention-course hidden cases\0{int(seed)}\0{check_id}".encode())
+    return int.from_bytes(digest.digest()[:4], "big")
+
+
+def public_collisions(seed: int) -> list[str]:
+    """The checks whose generator, for the class seed `seed`, is one that draws public cases:
+    the generator of any check for the public seed of `make check HIDDEN=1`, whose cases and
+    outputs ship with the course. A seed with any is no secret: the grader refuses it."""
+    from course.confirm.public import PUBLIC_SEED
+
+    ids = sorted(specs())
+    public = {generator_seed(PUBLIC_SEED, check_id) for check_id in ids}
+    return [check_id for check_id in ids if generator_seed(seed, check_id) in public]
 
 
 def expected_outputs(check, cases: list[dict], solutions: str = "solutions") -> list[dict]:

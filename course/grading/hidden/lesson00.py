@@ -18,5 +18,6 @@ def _batched_dot(d):
         d.call("long vectors", d.randn(b1, long), d.randn(b1, long)),
         d.grad(d.call("broadcast", d.randn(b1, 1, n), d.randn(b2, n))),
         d.float32(d.call("batch", d.randn(b1, b2, n), d.randn(b1, b2, n))),
+        d.bfloat16(d.call("batch", d.randn(b1, b2, n), d.randn(b1, b2, n))),
         d.meta(d.call("batch", d.randn(b1, b2, n), d.randn(b1, b2, n))),
     ]

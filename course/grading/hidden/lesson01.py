@@ -45,5 +45,6 @@ def _scaled_scores(d):
         d.call("many queries and keys", d.randn(d.int(30, 50), c), d.randn(d.int(20, 40), c)),
         d.grad(d.call("batch", d.randn(*batch, n_q, c), d.randn(*batch, n_k, c))),
         d.float32(d.call("batch", d.randn(*batch, n_q, c), d.randn(*batch, n_k, c))),
+        d.bfloat16(d.call("batch", d.randn(*batch, n_q, c), d.randn(*batch, n_k, c))),
         d.meta(d.call("batch", d.randn(*batch, n_q, c), d.randn(*batch, n_k, c))),
     ]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from course.grading.hidden.spec import hidden, qk, rows_see_something
+from course.grading.hidden.spec import hidden, qk, row_bias, rows_see_something
 
 
 @hidden("02.causal_mask")
@@ -68,8 +68,14 @@ def _attention_weights(d):
                       mask=_blind_row(d, n_k))),
         d.float32(d.call("mask", *qk(d, batch, n_q, n_k, c),
                          mask=rows_see_something(d, *batch, n_q, n_k))),
+        d.bfloat16(d.call("mask", *qk(d, batch, n_q, n_k, c),
+                          mask=rows_see_something(d, *batch, n_q, n_k))),
         d.meta(d.call("mask", *qk(d, batch, n_q, n_k, c),
                       mask=rows_see_something(d, *batch, n_q, n_k))),
+        # about ±1000 (exp overflows) and a row far below 0 (exp underflows without the shift)
+        d.call("rows of large positive and large negative scores",
+               d.randn(2, n_q, c, scale=20.0), d.randn(2, n_k, c, scale=20.0),
+               bias=row_bias(n_q, n_k), mask=rows_see_something(d, 2, 1, n_k)),
     ]
 
 
@@ -91,8 +97,15 @@ def _attention_forward(d):
         d.float32(d.call("bias and mask", *qk(d, batch, n_q, n_k, c), d.randn(*batch, n_k, c_v),
                          bias=d.randn(*batch, n_q, n_k),
                          mask=rows_see_something(d, *batch, 1, n_k))),
+        d.bfloat16(d.call("bias and mask", *qk(d, batch, n_q, n_k, c),
+                          d.randn(*batch, n_k, c_v), bias=d.randn(*batch, n_q, n_k),
+                          mask=rows_see_something(d, *batch, 1, n_k))),
         d.meta(d.call("bias and mask", *qk(d, batch, n_q, n_k, c), d.randn(*batch, n_k, c_v),
                       bias=d.randn(*batch, n_q, n_k), mask=rows_see_something(d, *batch, 1, n_k))),
+        d.call("rows of large positive and large negative scores",
+               d.randn(2, n_q, c, scale=20.0), d.randn(2, n_k, c, scale=20.0),
+               d.randn(2, n_k, c_v), bias=row_bias(n_q, n_k),
+               mask=rows_see_something(d, 2, 1, n_k)),
     ]
 
 
@@ -102,6 +115,8 @@ def _single_head(d):
     batch = d.batch()
     long = d.int(20, 40)
     causal = torch.ones(L, L, dtype=torch.bool).tril()
+    blind = causal.clone()
+    blind[d.int(0, L - 1)] = False  # a query that sees no key
     return [
         d.init("initialisation", (c_in, c)),
         d.module("forward", (c_in, c), args=[d.randn(*batch, L, c_in)]),
@@ -111,6 +126,14 @@ def _single_head(d):
         d.module("a batch of one, one token", (c_in, c), args=[d.randn(1, 1, c_in)]),
         d.module("long, causal", (c_in, c), args=[d.randn(2, long, c_in)],
                  kwargs={"mask": torch.ones(long, long, dtype=torch.bool).tril()}),
+        d.module("gradients, a query that sees no key", (c_in, c), args=[d.randn(2, L, c_in)],
+                 kwargs={"mask": blind}, grad=True),
+        d.module("rows of large positive and large negative scores", (c_in, c),
+                 args=[d.randn(2, L, c_in, scale=30.0)],
+                 kwargs={"mask": causal, "bias": row_bias(L, L)}),
         d.float32(d.module("mask", (c_in, c), args=[d.randn(2, L, c_in)], kwargs={"mask": causal})),
+        d.bfloat16(d.module("mask", (c_in, c), args=[d.randn(2, L, c_in)],
+                            kwargs={"mask": causal})),
         d.meta(d.module("mask", (c_in, c), args=[d.randn(2, L, c_in)], kwargs={"mask": causal})),
+        d.repeat(d.module("mask", (c_in, c), args=[d.randn(2, L, c_in)], kwargs={"mask": causal})),
     ]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from course.grading.hidden.spec import columns_mask, hidden
+from course.grading.hidden.spec import columns_mask, hidden, row_bias
 
 
 @hidden("03.split_heads")
@@ -14,8 +14,11 @@ def _split_heads(d):
         d.call("batch", d.randn(*d.batch(2, low=2, min_axes=1), L, N * c), N),
         d.call("one head", d.randn(L, c), 1),
         d.call("heads of width 1", d.randn(2, L, N), N),
+        d.call("long", d.randn(2, d.int(30, 50), N * c), N),
         d.grad(d.call("batch", d.randn(2, L, N * c), N)),
         d.float32(d.call("split", d.randn(L, N * c), N)),
+        d.bfloat16(d.call("batch", d.randn(2, L, N * c), N)),
+        d.meta(d.call("batch", d.randn(2, L, N * c), N)),
     ]
 
 
@@ -27,8 +30,11 @@ def _merge_heads(d):
         d.call("batch", d.randn(*d.batch(2, low=2, min_axes=1), N, L, c)),
         d.call("one head, length 1", d.randn(2, 1, 1, c)),
         d.call("transposed input", d.randn(2, L, N, c).transpose(-3, -2)),
+        d.call("long", d.randn(2, N, d.int(30, 50), c)),
         d.grad(d.call("batch", d.randn(2, N, L, c))),
         d.float32(d.call("merge", d.randn(N, L, c))),
+        d.bfloat16(d.call("batch", d.randn(2, N, L, c))),
+        d.meta(d.call("batch", d.randn(2, N, L, c))),
     ]
 
 
@@ -67,10 +73,19 @@ def mha_cases(d, extra: dict, allow_bias: bool = True):
                         kwargs={"attention_mask": d.mask(2, L + 1)})),
         d.meta(d.module("rows, attn_dim=-2", (c_in, c, N), {**kw, "attn_dim": -2},
                         args=[d.randn(2, L, c_in)])),
+        d.bfloat16(d.module("padding mask", (c_in, c, N), kw, args=[d.randn(2, L + 1, c_in)],
+                            kwargs={"attention_mask": d.mask(2, L + 1)})),
+        d.repeat(d.module("padding mask", (c_in, c, N), kw, args=[d.randn(2, L + 1, c_in)],
+                          kwargs={"attention_mask": d.mask(2, L + 1)})),
     ]
     if allow_bias:
         cases.append(d.module("bias", (c_in, c, N), kw, args=[d.randn(S, L, c_in)],
                               kwargs={"bias": d.randn(N, L, L, scale=2.0)}))
+        # about ±1000 (exp overflows) and a row far below 0 (exp underflows without the shift)
+        cases.append(d.module("rows of large positive and large negative scores", (c_in, c, N),
+                              kw, args=[d.randn(2, L, c_in, scale=30.0)],
+                              kwargs={"bias": row_bias(N, L, L),
+                                      "attention_mask": d.mask(2, L)}))
     return cases
 
 

@@ -18,7 +18,11 @@ def _broadcastable_bias(d):
         d.call("one batch axis, extra axes", two[0], 4 + d.int(1, 2)),
         d.call("no batch axes", d.randn(N, q, k), 3 + d.int(1, 3)),
         d.call("q != k, extra axes", not_square, not_square.ndim + d.int(1, 2)),
+        d.call("long, extra axes", d.randn(2, N, d.int(25, 40), d.int(25, 40)), 4 + d.int(1, 2)),
         d.grad(d.call("extra axes", bias, bias.ndim + d.int(1, 3))),
+        d.float32(d.call("extra axes", bias, bias.ndim + d.int(1, 3))),
+        d.bfloat16(d.call("extra axes", bias, bias.ndim + d.int(1, 3))),
+        d.meta(d.call("extra axes", bias, bias.ndim + d.int(1, 3))),
     ]
 
 
@@ -39,5 +43,7 @@ def _pair_bias(d):
                     args=[d.randn(1, 1, 1, c_z)]), **EPS},
         {**d.module("many residues", (c_z, N), args=[d.randn(1, many, many, c_z)]), **EPS},
         {**d.float32(d.module("batch", (c_z, N), args=[d.randn(2, R, R, c_z)])), **EPS},
+        {**d.bfloat16(d.module("batch", (c_z, N), args=[d.randn(2, R, R, c_z)])), **EPS},
         d.meta(d.module("batch", (c_z, N), args=[d.randn(2, R, R, c_z)])),
+        d.repeat(d.module("batch", (c_z, N), args=[d.randn(2, R, R, c_z)])),
     ]

@@ -27,6 +27,7 @@ def _masked_mean(d):
         d.grad(d.call("an empty slice", d.randn(L, S, c), torch.cat(
             [torch.zeros(1, S, dtype=torch.bool), d.mask(L - 1, S)]), -2)),
         d.float32(d.call("batch", d.randn(2, S, L, c), d.mask(2, S, L), -2)),
+        d.bfloat16(d.call("batch", d.randn(2, S, L, c), d.mask(2, S, L), -2)),
         d.meta(d.call("batch", d.randn(2, S, L, c), d.mask(2, S, L), -2)),
     ]
 
@@ -66,4 +67,24 @@ def _global_attention(d):
         d.meta(d.module("embedding biases, padding", (c_in, c, N), {**with_bias, "attn_dim": -3},
                         args=[d.randn(S, R, c_in)],
                         kwargs={"attention_mask": columns_mask(d, S, R)})),
+        d.bfloat16(d.module("columns with padding", (c_in, c, N), {**kw, "attn_dim": -3},
+                            args=[d.randn(S, R, c_in)],
+                            kwargs={"attention_mask": columns_mask(d, S, R)})),
+        d.repeat(d.module("columns with padding", (c_in, c, N), {**kw, "attn_dim": -3},
+                          args=[d.randn(S, R, c_in)],
+                          kwargs={"attention_mask": columns_mask(d, S, R)})),
+        _large_global(d, c_in),
     ]
+
+
+def _large_global(d, c_in: int) -> dict:
+    """One head, q = mean(x) and k = -x: one slice of x all near 80 u (every score about
+    -3200 c_in / c_in: far below 0) and one whose mean opposes two of its rows (scores far above 0)."""
+    def edit(module):
+        module.linear_q.weight.copy_(torch.eye(c_in))
+        module.linear_k.weight.copy_(-torch.eye(c_in))
+    u = d.randn(c_in)
+    u = u / u.norm()
+    x = 80.0 * torch.stack([torch.stack([u, u, u]), torch.stack([u, -3 * u, u])])
+    return d.module("rows of large positive and large negative scores", (c_in, c_in, 1),
+                    {"is_global": True}, args=[x + d.randn(2, 3, c_in, scale=0.1)], edit=edit)

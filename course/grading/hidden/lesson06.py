@@ -15,6 +15,8 @@ def _full_module(d):
     c_in, c, N, S, R = d.int(2, 7), d.int(2, 4), d.int(2, 3), d.int(3, 5), d.int(2, 4)
     kw = {"gated": True, "use_bias_for_embeddings": False}
     with_bias = {"gated": True, "use_bias_for_embeddings": True}
+    all_padding = columns_mask(d, S, R)
+    all_padding[:, 0] = False
     return [
         d.module("global, gated, embedding biases", (c_in, c, N),
                  {**with_bias, "is_global": True, "attn_dim": -3}, args=[d.randn(S, R, c_in)],
@@ -32,6 +34,9 @@ def _full_module(d):
                                                      "attention_mask": columns_mask(d, R, S).T}),
         d.module("gradients, global", (c_in, c, N), {**kw, "is_global": True, "attn_dim": -3},
                  args=[d.randn(S, R, c_in)], grad=True),
+        d.module("gradients, global, a column of padding only", (c_in, c, N),
+                 {**kw, "is_global": True, "attn_dim": -3}, args=[d.randn(S, R, c_in)],
+                 kwargs={"attention_mask": all_padding}, grad=True),
         d.float32(d.module("global, gated, columns with padding", (c_in, c, N),
                            {**kw, "is_global": True, "attn_dim": -3},
                            args=[d.randn(2, S, R, c_in)],

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import torch
 
-from course.grading.hidden.spec import hidden
+from course.grading.hidden.spec import hidden, keys_against_queries
 
 
 @hidden("07.sinusoidal_encoding")
@@ -16,6 +16,10 @@ def _sinusoidal_encoding(d):
         d.call("another base", d.int(2, 9), 2 * d.int(2, 5), base=float(d.pick([100, 500, 3000]))),
         {**d.call("float32", d.int(2, 9), 2 * d.int(1, 5), dtype=torch.float32), **FLOAT32},
         d.call("long", d.int(200, 400), 2 * d.int(2, 6)),  # no table of fixed length
+        d.call("bfloat16", d.int(2, 9), 2 * d.int(1, 5), dtype=torch.bfloat16),
+        # an angle computed in float32 is off by about 1e-4 at these positions
+        {**d.call("float32, long", d.int(3000, 5000), 2 * d.int(2, 5), dtype=torch.float32),
+         **FLOAT32},
     ]
 
 
@@ -33,6 +37,7 @@ def _rope(d):
         {**d.call("float32", d.randn(2, L, c).float()), "atol": 1e-5, "rtol": 1e-5},
         d.call("long", d.randn(d.int(200, 400), c)),
         d.grad(d.call("batch and heads", d.randn(2, 3, L, c))),
+        d.bfloat16(d.call("batch and heads", d.randn(2, 3, L, c))),
         d.meta(d.call("batch and heads", d.randn(2, 3, L, c))),
     ]
 
@@ -46,14 +51,24 @@ def _rms_norm(d):
         d.module("tiny values, eps matters", (D,), {"eps": 1e-4}, args=[d.randn(2, D, scale=1e-3)]),
         d.module("another eps", (D,), {"eps": 0.5}, args=[d.randn(4, D)]),
         d.module("gradients", (D,), args=[d.randn(3, D)], grad=True),
+        _wide(d),
         d.float32(d.module("forward", (D,), args=[d.randn(2, 3, D)])),
+        d.bfloat16(d.module("forward", (D,), args=[d.randn(2, 3, D)])),
         d.meta(d.module("forward", (D,), args=[d.randn(2, 3, D)])),
+        d.repeat(d.module("forward", (D,), args=[d.randn(2, 3, D)])),
     ]
+
+
+def _wide(d) -> dict:
+    """More channels and positions than the lesson's: nothing may depend on a fixed d_model."""
+    wide = d.int(30, 60)
+    return d.module("wide and long", (wide,), args=[d.randn(2, d.int(20, 40), wide)])
 
 
 @hidden("07.decoder_block")
 def _decoder_block(d):
-    heads, head_dim, L, d_ff = d.int(2, 3), 2 * d.int(1, 2), d.int(2, 5), d.int(2, 8)
+    heads, L, d_ff = d.int(2, 3), d.int(2, 5), d.int(2, 8)
+    head_dim = d.pick([w for w in (2, 4) if w != heads])  # even (RoPE); never the head count
     D = heads * head_dim
     return [
         d.init("initialisation", (D, heads, d_ff)),
@@ -64,13 +79,25 @@ def _decoder_block(d):
         d.module("gradients", (D, heads, d_ff), args=[d.randn(2, L, D)], grad=True),
         d.module("long", (D, heads, d_ff), args=[d.randn(2, d.int(20, 40), D)]),
         d.float32(d.module("forward with RoPE", (D, heads, d_ff), args=[d.randn(2, L, D)])),
+        d.bfloat16(d.module("forward with RoPE", (D, heads, d_ff), args=[d.randn(2, L, D)])),
         d.meta(d.module("forward with RoPE", (D, heads, d_ff), args=[d.randn(2, L, D)])),
+        d.repeat(d.module("forward with RoPE", (D, heads, d_ff), args=[d.randn(2, L, D)])),
+        d.module("rows of large positive and large negative scores", (D, heads, d_ff),
+                 {"rope": False}, args=[d.randn(2, L + 1, D)], edit=_large_block),
     ]
+
+
+def _large_block(module):
+    """norm_attn's weight 30 and linear_k = -linear_q: scores of about ±1000, and query 0 (which
+    sees key 0 only) far below 0."""
+    module.norm_attn.weight.fill_(30.0)
+    keys_against_queries(module, "attn.linear_q.weight", "attn.linear_k.weight")
 
 
 @hidden("07.cross_attention")
 def _cross_attention(d):
-    heads, head_dim, L_q, L_k = d.int(2, 3), d.int(2, 3), d.int(2, 5), d.int(2, 6)
+    heads, L_q, L_k = d.int(2, 3), d.int(2, 5), d.int(2, 6)
+    head_dim = d.pick([w for w in (2, 3, 4) if w != heads])  # a head width never the head count
     long = d.int(20, 40)
     D = heads * head_dim
     return [
@@ -93,4 +120,22 @@ def _cross_attention(d):
                            kwargs={"memory_mask": d.mask(2, L_k)})),
         d.meta(d.module("memory mask", (D, heads), args=[d.randn(2, L_q, D), d.randn(2, L_k, D)],
                         kwargs={"memory_mask": d.mask(2, L_k)})),
+        d.bfloat16(d.module("memory mask", (D, heads),
+                            args=[d.randn(2, L_q, D), d.randn(2, L_k, D)],
+                            kwargs={"memory_mask": d.mask(2, L_k)})),
+        d.repeat(d.module("memory mask", (D, heads), args=[d.randn(2, L_q, D), d.randn(2, L_k, D)],
+                          kwargs={"memory_mask": d.mask(2, L_k)})),
+        _large_cross(d, D, heads, L_k),
     ]
+
+
+def _large_cross(d, D: int, heads: int, L_k: int) -> dict:
+    """linear_k = -linear_q, x = (80 u, -80 u) and every memory position near 80 u: query 0
+    scores far below 0 on every key, query 1 far above."""
+    u = d.randn(D)
+    u = u / u.norm()
+    x = 80.0 * torch.stack([u, -u])[None] + d.randn(1, 2, D, scale=0.1)
+    memory = 80.0 * u.expand(1, L_k, D) + d.randn(1, L_k, D, scale=0.1)
+    return d.module("rows of large positive and large negative scores", (D, heads),
+                    args=[x, memory], edit=lambda m: keys_against_queries(
+                        m, "linear_q.weight", "linear_k.weight"))

@@ -19,8 +19,17 @@ def _gated_paper(d, gate):
         d.module("gate_scores, a batch of one", init, args=[d.randn(1, L, D)], method="gate_scores"),
         d.module("long", init, args=[d.randn(2, d.int(20, 40), D)]),
         d.float32(d.module("batch", init, args=[d.randn(2, L, D)])),
+        d.bfloat16(d.module("batch", init, args=[d.randn(2, L, D)])),
         d.meta(d.module("batch", init, args=[d.randn(2, L, D)])),
+        d.repeat(d.module("batch", init, args=[d.randn(2, L, D)])),
+        d.module("rows of large positive and large negative scores", init,
+                 args=[d.randn(2, L, D, scale=40.0)], edit=lambda m: _keys_against_queries(m, D)),
     ]
+
+
+def _keys_against_queries(module, D: int) -> None:
+    """The key rows of qkv set to minus its query rows (q_i . k_j = -q_i . q_j)."""
+    module.qkv.weight[D:2 * D] = -module.qkv.weight[:D]
 
 
 @hidden("08.gate_elementwise")

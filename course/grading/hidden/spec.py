@@ -113,9 +113,18 @@ class Draw:
         outputs must be float32 too, within float32's tolerance."""
         return {**case, "name": f"{case['name']}, in float32", "dtype": "float32"}
 
+    def bfloat16(self, case: dict) -> dict:
+        """`case` in bfloat16, within bfloat16's tolerance (the outputs' dtype too)."""
+        return {**case, "name": f"{case['name']}, in bfloat16", "dtype": "bfloat16"}
+
     def meta(self, case: dict) -> dict:
         """`case` on the meta device: every output must stay on the inputs' device."""
         return {**case, "name": f"{case['name']}, on the meta device", "device": "meta"}
+
+    def repeat(self, case: dict) -> dict:
+        """`case` twice, from other random states: the same output each time (no dropout left
+        on; course/checks/kinds.py deterministic_of)."""
+        return {**case, "name": f"{case['name']}, twice", "repeat": True}
 
     def init(self, name: str, init_args=(), init_kwargs=None) -> dict:
         return {"name": name, "kind": "init", "init_args": list(init_args),
@@ -142,3 +151,18 @@ def columns_mask(d: Draw, S: int, L: int) -> torch.Tensor:
     mask[:, 0] = True
     mask[d.int(0, S - 1), 0] = False
     return mask
+
+
+def row_bias(*shape: int, value: float = -3000.0) -> torch.Tensor:
+    """A bias of `shape` (*, q, k): 0, but `value` on query 0's row, so that every score of
+    that row lies far below 0 (exp underflows to 0 without the shift by the row's own max)."""
+    bias = torch.zeros(*shape, dtype=torch.float64)
+    bias[..., 0, :] = value
+    return bias
+
+
+def keys_against_queries(module, name_q: str, name_k: str) -> None:
+    """Set a module's key projection to minus its query projection (an `edit` of Draw.module):
+    q_i . k_j = -q_i . q_j, so a query scores far below 0 against keys like itself, and far above
+    against opposite ones, once the inputs are large."""
+    module.get_parameter(name_k).copy_(-module.get_parameter(name_q))

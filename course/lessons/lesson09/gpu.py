@@ -1,16 +1,21 @@
 """Lesson 09 on a GPU: naive attention, tiled attention and PyTorch's SDPA grown until the card
 runs out, in inference and in training, and such runs kept as data for learners without a GPU.
 
+SDPA runs with its backend named (torch.nn.attention.sdpa_kernel), so the record says which kernel
+ran: in float32 the memory-efficient kernel (CUDA's FlashAttention kernel accepts only float16 and
+bfloat16), in bfloat16 the FlashAttention kernel. Naive and tiled attention run in both dtypes.
+
 A record is one JSON object, like lesson 05's (course/gpu_runs.py): the card (name, total
-memory), the software (torch, CUDA), the shapes (B, H, c, float32, the tiles' block size), how L
-grew (L_start, factor, time budget), where the numbers come from (`source`), and per method and
-mode ("forward" under no_grad, "training" = forward and backward) the fields of
-`course.memory.BlowUp`: the sizes that ran, the peak bytes above the inputs at each, seconds, the
-size that ran out of memory, why it stopped.
+memory), the software (torch, CUDA), the shapes (B, H, c, the tiles' block size), how L grew
+(L_start, factor, time budget), where the numbers come from (`source`), the SDPA backend of each
+dtype, and per method ("naive float32", "sdpa bfloat16", ...) and mode ("forward" under no_grad,
+"training" = forward and backward) the fields of `course.memory.BlowUp`: the sizes that ran, the
+peak bytes above the inputs at each, seconds, the size that ran out of memory, why it stopped.
 
     measure(tiled, ...)   grows L on this machine's first CUDA card; `tiled` is a tiled attention
                           (q, k, v, bias, mask, block_q, block_k) -> out, the learner's or the
-                          solutions'
+                          solutions'; SDPA float32 on the memory-efficient kernel, bfloat16 on
+                          the FlashAttention kernel
     load(), append()      the recorded runs in data/lesson09/gpu_runs.json
                           (`python scripts/record_gpu_run09.py --source "..."` adds one)
     show(record)          a table and a figure of one run
@@ -30,22 +35,40 @@ from course import ROOT, gpu_runs
 from course.memory import GB, BlowUp, naive_column_attention
 
 RUNS_FILE = ROOT / "data" / "lesson09" / "gpu_runs.json"
-FORMAT = 1
+FORMAT = 2
 MODES = ("forward", "training")
 COLOURS = {"naive": "tab:red", "tiled": "tab:purple", "sdpa": "tab:green"}
-BUDGET_S = 30.0  # all methods and modes together, on a large card
+BUDGET_S = 60.0  # all methods, dtypes and modes together, on a large card
+# the SDPA kernel each dtype runs on: CUDA's FlashAttention kernel takes float16 and bfloat16 only
+BACKENDS = {"float32": "EFFICIENT_ATTENTION", "bfloat16": "FLASH_ATTENTION"}
 
 
-def methods(tiled: Callable, block: int) -> dict[str, Callable]:
-    """The three ways, each a function of (q, k, v) of shape (B, H, L, c)."""
-    return {"naive": naive_column_attention,
-            "tiled": lambda q, k, v: tiled(q, k, v, None, None, block, block),
-            "sdpa": F.scaled_dot_product_attention}
+def _sdpa(backend: str) -> Callable:
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    def call(q, k, v):
+        with sdpa_kernel([getattr(SDPBackend, backend)]):  # raises if that kernel cannot run
+            return F.scaled_dot_product_attention(q, k, v)
+    return call
 
 
-def _one_call(fn: Callable, shape, train: bool) -> tuple[int, float]:
+def methods(tiled: Callable, block: int) -> dict[str, tuple[Callable, torch.dtype]]:
+    """Naive, tiled and SDPA (its backend named) in float32 and bfloat16, each a function of
+    (q, k, v) of shape (B, H, L, c), with the dtype of its inputs."""
+    found = {}
+    for dtype_name, backend in BACKENDS.items():
+        dtype = getattr(torch, dtype_name)
+        found[f"naive {dtype_name}"] = (naive_column_attention, dtype)
+        found[f"tiled {dtype_name}"] = (lambda q, k, v: tiled(q, k, v, None, None, block, block),
+                                        dtype)
+        found[f"sdpa {dtype_name}"] = (_sdpa(backend), dtype)
+    return found
+
+
+def _one_call(fn: Callable, shape, train: bool, dtype=torch.float32) -> tuple[int, float]:
     """(peak bytes above the inputs, seconds) of one call on the card (training: with backward)."""
-    q, k, v = (torch.randn(shape, device="cuda").requires_grad_(train) for _ in range(3))
+    q, k, v = (torch.randn(shape, device="cuda", dtype=dtype).requires_grad_(train)
+               for _ in range(3))
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     before = torch.cuda.memory_allocated()
@@ -62,7 +85,7 @@ def _one_call(fn: Callable, shape, train: bool) -> tuple[int, float]:
 
 
 def _grow(name: str, fn: Callable, shape_of: Callable[[int], tuple], train: bool, L_start: int,
-          factor: float, share: float, L_max: int, log) -> BlowUp:
+          factor: float, share: float, L_max: int, log, dtype=torch.float32) -> BlowUp:
     """Grow L from L_start until out of memory, out of its time share, or past L_max."""
     run, L, started = BlowUp(name), L_start, time.perf_counter()
     while True:
@@ -70,7 +93,7 @@ def _grow(name: str, fn: Callable, shape_of: Callable[[int], tuple], train: bool
             run.stopped = f"reached L_max = {L_max}"
             return run
         try:
-            peak, seconds = _one_call(fn, shape_of(L), train)
+            peak, seconds = _one_call(fn, shape_of(L), train, dtype)
         except torch.cuda.OutOfMemoryError:
             run.out_of_memory_at, run.stopped = L, f"torch.cuda.OutOfMemoryError at L = {L}"
             return run
@@ -79,7 +102,7 @@ def _grow(name: str, fn: Callable, shape_of: Callable[[int], tuple], train: bool
         run.sizes.append(L)
         run.peaks.append(peak)
         run.seconds.append(seconds)
-        log(f"{name:6} {'training' if train else 'forward':8} L = {L:7d}: {peak / GB:8.3f} GB, "
+        log(f"{name:15} {'training' if train else 'forward':8} L = {L:7d}: {peak / GB:8.3f} GB, "
             f"{seconds:7.3f} s")
         next_L = int(L * factor)
         expected = seconds * (next_L / L) ** 2  # the compute grows like L²
@@ -97,19 +120,21 @@ def measure(tiled: Callable, B: int = 1, H: int = 8, c: int = 64, block: int = 2
     if not torch.cuda.is_available():
         raise RuntimeError("measure needs a CUDA GPU")
     runs: dict[str, dict] = {}
-    shares = len(MODES) * 3
-    for name, fn in methods(tiled, block).items():
+    ways = methods(tiled, block)
+    shares = len(MODES) * len(ways)
+    for name, (fn, dtype) in ways.items():
         runs[name] = {}
         for mode in MODES:
             run = _grow(name, fn, lambda L: (B, H, L, c), mode == "training", L_start, factor,
-                        budget_s / shares, L_max, log)
+                        budget_s / shares, L_max, log, dtype)
             runs[name][mode] = dataclasses.asdict(run)
     card = torch.cuda.get_device_properties(0)
     return {"format": FORMAT, "device": card.name, "total_memory": int(card.total_memory),
             "torch": torch.__version__, "cuda": torch.version.cuda,
             "recorded": datetime.date.today().isoformat(), "source": source,
-            "B": B, "H": H, "c": c, "dtype": "float32", "block": block, "L_start": L_start,
-            "factor": factor, "budget_s": budget_s, "methods": runs}
+            "B": B, "H": H, "c": c, "dtypes": list(BACKENDS), "sdpa backends": dict(BACKENDS),
+            "block": block, "L_start": L_start, "factor": factor, "budget_s": budget_s,
+            "methods": runs}
 
 
 def load(path: Path = RUNS_FILE) -> list[dict]:
@@ -124,21 +149,22 @@ def append(record: dict, path: Path = RUNS_FILE) -> None:
 def header(record: dict) -> str:
     return (f"{record['device']}, {record['total_memory'] / GB:.1f} GB; torch {record['torch']}, "
             f"CUDA {record['cuda']}; B = {record['B']}, H = {record['H']}, c = {record['c']}, "
-            f"{record['dtype']}, tiles of {record['block']}; recorded {record['recorded']}: "
-            f"{record['source']}")
+            f"tiles of {record['block']}; SDPA kernels: "
+            + ", ".join(f"{d} {b}" for d, b in record["sdpa backends"].items())
+            + f"; recorded {record['recorded']}: {record['source']}")
 
 
 def print_table(record: dict) -> None:
     print(header(record))
-    print(f"{'method':7} {'mode':9} {'largest L':>10} {'peak GB':>9} {'seconds':>8}  stopped")
+    print(f"{'method':15} {'mode':9} {'largest L':>10} {'peak GB':>9} {'seconds':>8}  stopped")
     for name, modes in record["methods"].items():
         for mode, fields in modes.items():
             run = BlowUp(**fields)
             if run.sizes:
-                print(f"{name:7} {mode:9} {run.sizes[-1]:>10,} {run.peaks[-1] / GB:>9.3f} "
+                print(f"{name:15} {mode:9} {run.sizes[-1]:>10,} {run.peaks[-1] / GB:>9.3f} "
                       f"{run.seconds[-1]:>8.3f}  {run.stopped}")
             else:
-                print(f"{name:7} {mode:9} {'-':>10} {'-':>9} {'-':>8}  {run.stopped}")
+                print(f"{name:15} {mode:9} {'-':>10} {'-':>9} {'-':>8}  {run.stopped}")
 
 
 def plot(record: dict, ax=None):
@@ -148,14 +174,15 @@ def plot(record: dict, ax=None):
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 4), layout="constrained")
     for name, modes in record["methods"].items():
+        colour = COLOURS.get(name.split()[0], "black")
         for mode, style in zip(MODES, ("o-", "s--")):
             run = BlowUp(**modes[mode])
             if run.sizes:
-                ax.loglog(run.sizes, [p / GB for p in run.peaks], style,
-                          color=COLOURS.get(name, "black"), label=f"{name}, {mode}")
+                ax.loglog(run.sizes, [p / GB for p in run.peaks], style, color=colour,
+                          alpha=1.0 if name.endswith("float32") else 0.5, label=f"{name}, {mode}")
             if run.out_of_memory_at:
                 ax.loglog([run.out_of_memory_at], [record["total_memory"] / GB], "x",
-                          color=COLOURS.get(name, "black"), ms=10, mew=2)
+                          color=colour, ms=10, mew=2)
     ax.axhline(record["total_memory"] / GB, color="grey", lw=1)
     ax.set(xlabel="L (queries = keys)", ylabel="peak GB above the inputs",
            title=f"{record['device']}: naive vs tiled vs SDPA; x = out of memory")
