@@ -51,7 +51,7 @@ PENDING: set[str] = set()
 # Chinese sources still in the old format (code cells of their own, comments translated in
 # place), by lesson number, until `python -m course.zh_source --convert NN` turns them into prose
 # only; a source of the old format not listed here, or a listed one in the new format, is a problem
-OLD_FORMAT: set[str] = {"09"}
+OLD_FORMAT: set[str] = set()
 ZH = Path("notebooks") / "src" / "zh"
 # (English, Chinese) READMEs, relative to the course
 READMES = [(Path("README.md"), Path("README.zh-CN.md")),
