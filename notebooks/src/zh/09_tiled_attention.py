@@ -195,7 +195,7 @@
 #
 # ## 12. 生产环境中的做法：FlexAttention 与 SDPA 的后端
 #
-# 你手写的这些，正是 PyTorch 的 **FlexAttention**（`torch.nn.attention.flex_attention`）会为你生成的：你给它一个 `score_mod(score, b, h, q_idx, kv_idx)`，这里是“加上 pair bias bias[h, q_idx, kv_idx]”，再给它一个由 `mask_mod(b, h, q_idx, kv_idx)` 构造的 `BlockMask`，这里是因果或滑动窗口：哪些块含有可见的键（其余的块跳过），其中又有哪些块需要在内部施加掩码，就像你的因果练习和滑动窗口手工做的那样。`torch.compile` 把这些变成融合内核，在 GPU 上还带反向传播。
+# 你手写的这些，正是 PyTorch 的 **FlexAttention**（`torch.nn.attention.flex_attention`）会为你生成的。你给它一个 `score_mod(score, b, h, q_idx, kv_idx)`，这里是“加上 pair bias bias[h, q_idx, kv_idx]”；再给它一个由 `mask_mod(b, h, q_idx, kv_idx)` 构造的 `BlockMask`，这里是因果或滑动窗口。`BlockMask` 记下哪些块含有可见的键（其余的块跳过），其中又有哪些块需要在内部施加掩码，就像你在因果练习和滑动窗口中手工做的那样。`torch.compile` 把这些变成融合内核，在 GPU 上还带反向传播。
 #
 # 在 CPU 上、torch 2.13 中，不经 `torch.compile` 的 FlexAttention 运行的是一个未融合的参考实现，会构造整个分数矩阵，而且第一次调用就要导入并运行 TorchDynamo（数秒）；编译后的 CPU 内核构建起来比整节课还要久（下面最后一行给出了实际用时）；而且它在 CPU 上没有反向传播。所以下面的对比是随课程记录的（`scripts/record_flex09.py`，课程的逐块实现对编译后的 FlexAttention，3 次计时取最快，峰值取自 profiler）；把 `FLEX_LIVE = True` 就能在这里用你的逐块实现重做（要编译：需要几分钟）。
 
