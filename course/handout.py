@@ -237,15 +237,26 @@ def unlisted(folder: Path, skip=(".venv", MARKER, MANIFEST)) -> list[str]:
                   and r.split("/")[0] not in skip and "__pycache__" not in p.parts)
 
 
+CONDITIONALS = ("ifeq", "ifneq", "ifdef", "ifndef")
+
+
 def student_makefile(text: str, drop=DEVELOPER_TARGETS) -> str:
     """The Makefile without the rules of `drop` (and the comment lines just above each)."""
     rule = re.compile(r"^([A-Za-z0-9_.-]+)\s*:(?!=)")
     kept: list[str] = []
     pending: list[str] = []  # comment lines waiting for the line they describe
     skipping = False
+    depth = 0  # make conditionals (ifeq ... endif) opened inside a dropped rule's recipe
     for line in text.splitlines(keepends=True):
-        if skipping and (line.startswith("\t") or (line.strip() and not rule.match(line)
-                                                     and line.startswith(" "))):
+        word = line.split(maxsplit=1)[0] if line.strip() else ""
+        if skipping and word in CONDITIONALS:
+            depth += 1
+            continue
+        if skipping and depth and word in ("else", "endif"):
+            depth -= word == "endif"
+            continue
+        if skipping and (depth or line.startswith("\t") or (line.strip() and not rule.match(line)
+                                                              and line.startswith(" "))):
             continue  # a recipe line of a dropped rule
         skipping = False
         if line.startswith("#"):

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 from course.check_cache import Cache, Entry, catalog_of_checks
 from course.columns import width as display_width
+from course.commands import make_check
 from course.i18n import _, listed
 
 WIDTH = 80
@@ -240,15 +241,6 @@ def table(rows: list[Row], full: bool = False) -> str:
     return "\n".join(out)
 
 
-def make_check(arguments: str = "") -> str:
-    """The `make check` command a learner is told to run next, in the language they run it in:
-    with LANG=zh in the Chinese edition (without it, that run would answer in English)."""
-    from course.i18n import ENGLISH, language
-
-    chinese = language() != ENGLISH
-    return " ".join(["make", "check"] + (["LANG=zh"] if chinese else []) + arguments.split())
-
-
 def _pad(text: str, columns: int) -> str:
     """`text` padded with spaces to `columns` display columns (a Chinese character takes two)."""
     return text + " " * max(columns - display_width(text), 0)
@@ -325,7 +317,7 @@ def main(argv=None, served: bool = False) -> int:
     cache = Cache()
     rows, start_server = None, False
     if args.warm and not served:
-        from course import check_server
+        from course import check_client as check_server
 
         if check_server.available():
             rows = progress(only=only, cache=cache, remembered=True)

@@ -278,7 +278,7 @@ def test_the_key_holds_every_file_a_check_can_reach(written):
 def test_a_warm_make_check_prints_what_a_cold_one_prints(written):
     """`make check` (--warm) answered by the warm process: the same table as a run in a process
     of its own; the process says it ran it."""
-    from course import check_server
+    from course import check_client as check_server
 
     env = {"COURSE_CHECK_SERVER": "1"}
     log = written / "build" / "check-server.log"

@@ -534,8 +534,9 @@ def _constant_decay(a: float, L: int, dtype, seed: int):
 
 
 # c = cumsum(log_a) reaches -139 (a = 0.5, L = 200) and -105 (a = 0.9, L = 1,000), where float32's
-# spacing is 1.5e-5 and 7.6e-6: exp(c_t - c_s) carries that relative error in any log-space form
-# (a difference of cumulative sums, or Mamba-2's segsum). The reference's own float32 outputs
+# spacing is 1.5e-5 and 7.6e-6: exp(c_t - c_s) carries that relative error when it subtracts two
+# cumulative sums (Mamba-2's segsum, which adds up each segment directly, errs less near the
+# diagonal; a learner may write either). The reference's own float32 outputs
 # (up to 12.7 and 22.8) are off from float64 by 2.5e-5 and 7.5e-5, so two correct forms may differ
 # by twice that: the comparison allows 5e-4. A ratio of cumulative products is off by NaN, or
 # (a = 0.9) by whole decays: 1.0 where 0.9 is due.

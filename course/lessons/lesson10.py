@@ -3,7 +3,7 @@ Nyström error, the recall experiment's shipped results (re-checked on load), an
 figures read from its executed notebook for the table of the two routes.
 
     memory_of(forms, lengths, shapes)   predicted (meta) and measured (profiler) peaks, lesson 09's
-                                        tools (course/tiled_memory.py), in inference
+                                        tools (course/lessons/lesson09/memory.py), in inference
     first_overflow(lengths, d)          the first L at which a float16 normaliser is inf
     cumulative_product_trap(a, L)       where prod(a) reaches 0 and the ratio turns NaN or 1.0
     nystrom_errors(q, k, v, ms)         relative error of Nyström against softmax, per m
@@ -159,19 +159,24 @@ def _outputs_text(path: Path) -> str:
 
 
 def lesson09_figures(path: Path = NOTEBOOK_09) -> dict:
-    """What lesson 09 printed about its tiled attention, from its committed outputs: the growth
-    of the peak and of what training keeps when L doubles (naive and tiled), and one layer of
-    lesson 05's column attention at S = 5,120 (inference need and training's kept bytes)."""
+    """What lesson 09 printed about its tiled attention, from its committed outputs: how the peak
+    and what training keeps grow when L doubles (naive and tiled), and one layer of lesson 05's
+    column attention at S = 5,120 (inference need and training's kept bytes).
+
+    figures[name, mode] = (comparison, bound, holds, kept): lesson 09 prints the peak's growth
+    against a bound ("peak x > 3.5 at each doubling: True") and the kept bytes' growth as a
+    number ("kept x 3.88")."""
     text = _outputs_text(path)
     figures = {}
     for name in ("naive", "tiled"):
         for mode in ("inference", "training"):
-            found = re.search(rf"^{name}\s+{mode}\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s*$", text,
-                              re.M)
+            found = re.search(rf"^{name}\s+{mode}\s+peak x ([<>]) ([\d.]+) at each doubling: "
+                              rf"(True|False), kept x ([\d.]+)\s*$", text, re.M)
             if found is None:
                 raise ValueError(f"lesson 09's outputs no longer print the growth of {name} "
                                  f"({mode}) in {Path(path).name}")
-            figures[name, mode] = tuple(float(x) for x in found.groups())
+            comparison, bound, holds, kept = found.groups()
+            figures[name, mode] = (comparison, float(bound), holds == "True", float(kept))
     need = re.search(r"at S = 5,120, one layer: naive needs ([\d.]+) GB, chunked ([\d.]+) GB, "
                      r"tiled ([\d.]+) GB", text)
     kept = re.search(r"kept for training, per layer: naive and chunked ([\d.]+) GB of weights, "

@@ -22,8 +22,8 @@
 #   profiler);
 # - meet two numeric traps and fix them: a float16 normaliser that overflows, and decays written as
 #   ratios of cumulative products;
-# - write a decayed (gated) state, the recurrence h = a_t h + k_t v_tᵀ of GLA and Mamba-2, and its
-#   quadratic form, and see exactly what is gated there;
+# - write a decayed (gated) state, the recurrence h = a_t h + k_t v_tᵀ of Mamba-2 (GLA decays each
+#   key channel apart), and its quadratic form, and see exactly what is gated there;
 # - write Nyström attention, whose one-landmark case is lesson 05's global attention, and measure
 #   its error as the number of landmarks grows;
 # - read what route two costs on a small recall task, trained for the same number of steps with
@@ -70,7 +70,9 @@ print("exp(x)       :", torch.exp(x))
 # %% [markdown]
 # For x ≥ 0, elu(x) + 1 = x + 1 grows like a line; for x < 0 it is exp(x): positive, never zero
 # in exact arithmetic. The weights φ(qᵢ) · φ(kⱼ) are a *kernel*, not a softmax: they do not
-# sharpen as the scores grow (the widget of section 9 shows one row of each).
+# concentrate on one key as the scores grow, since scaling q and k by t changes a weight by a
+# factor of at most about t², where softmax's change exponentially in t (the widget of section 9
+# shows one row of each).
 #
 # The associativity, checked on a non-causal example of 6 queries, 9 keys, d = 4, e = 3: the
 # quadratic form builds a (6, 9) weight matrix, the other a (4, 3) state and a (4,) normaliser.
@@ -169,9 +171,10 @@ print("equal to your quadratic form, to 1e-12:",
 # chunk through the state; the masked quadratic term, the chunk's own keys up to each query. Update
 # the state first (an **inclusive** state) and the chunk's own keys count twice, once through S
 # and once through the masked term: the classic off-by-one of this form. The reference code of
-# the fla library (fla-org/flash-linear-attention, `naive_chunk_linear_attn`) computes this form
-# with chunks of 64 tokens and writes the exclusive state as a cumulative sum shifted by one
-# chunk.
+# the fla library (fla-org/flash-linear-attention, `naive_chunk_linear_attn`) computes the same
+# chunked form without φ (a layer applies its feature map, if any, before the call) and with the
+# normaliser optional, in chunks of exactly 64 tokens, and writes the exclusive state as a
+# cumulative sum shifted by one chunk.
 #
 # ## Exercise 3: `linear_attention_chunked`
 #
@@ -233,7 +236,7 @@ print("gradcheck of the chunked form (chunks of 4):",
 # recurrence literally: the cumulative sum of every φ(kₜ) vₜᵀ, all L prefix states (L, d, e) at
 # once. As in lesson 09, the peak (the most the call holds above its inputs, its output included)
 # is **predicted** on the `meta` device from shapes and **measured** by the profiler's allocation
-# events (`course/tiled_memory.py`). Every token of the recurrence is a dozen operations that
+# events (`course/lessons/lesson09/memory.py`). Every token of the recurrence is a dozen operations that
 # both tools record one by one, so the lengths are short: 16, 32 and 64 tokens.
 
 # %%
@@ -345,9 +348,11 @@ print("yours: dtype", yours.dtype, "| finite everywhere:", bool(torch.isfinite(y
 # s reaches token t multiplied by a_{s+1} · … · aₜ. It is tempting to write this as a ratio of
 # cumulative products, Pₜ / Pₛ with Pₜ = a₁ · … · aₜ. With a constant a = 0.5, Pₜ = 0.5ᵗ: float32's
 # smallest positive number is 2⁻¹⁴⁹, so the product reaches 0 and the ratio becomes 0 / 0. With
-# a = 0.9 it is worse, because it is silent: deep in float32's smallest numbers a product times 0.9
-# rounds back to itself, the "decay" of a step is exactly 1.0, and only later does the product hit
-# 0. In float32, t counted from 1:
+# a = 0.9 it is worse, because it is silent: float32's smallest numbers are multiples of 2⁻¹⁴⁹, so
+# there two successive products round to the same number and the "decay" of a step is exactly
+# 1.0. `torch.cumprod`, which on the CPU multiplies in float64 and rounds each product to float32,
+# still reaches 0 later; a running product kept in float32 stops for good at 4 · 2⁻¹⁴⁹ (4 × 0.9 =
+# 3.6 rounds back to 4) and never reaches 0. With `torch.cumprod` in float32, t counted from 1:
 
 # %%
 from course.lessons.lesson10 import cumulative_product_trap
@@ -367,8 +372,10 @@ print("float64, a = 0.5: P_t is 0 from t =", cumulative_product_trap(0.5, 1200, 
 # numbers ≤ 0), the decay from s to t is exp(cₜ − cₛ), a difference of two sums, never a ratio of
 # two vanishing products. Above the diagonal (s > t) the difference is positive and its exp can
 # overflow: set those entries to −inf **before** the exp, so that they come out as exactly 0, in
-# the forward pass and in the gradient (the minimal SSD code of Mamba-2 builds its decay matrix
-# this way, `segsum`, followed by exp).
+# the forward pass and in the gradient (the minimal SSD code of Mamba-2 masks its decay matrix the
+# same way before the exp, `exp(segsum(A))`; its `segsum` even adds up each segment's logs
+# directly rather than subtracting two cumulative sums, which loses digits once the sums are
+# large, and keeps the subtraction as `segsum_unstable`).
 #
 # ## 7. A decayed state: what GLA and Mamba-2 gate
 #
@@ -378,8 +385,8 @@ print("float64, a = 0.5: P_t is 0 from t =", cumulative_product_trap(0.5, 1200, 
 # hₜ = aₜ hₜ₋₁ + kₜ vₜᵀ,  outₜ = qₜᵀ hₜ,  aₜ in (0, 1]
 #
 # (decay first, then add the token: the token's own key enters undecayed). Mamba-2's SSD layer
-# (Dao & Gu 2024) uses one scalar aₜ per head and token; GLA (gated linear attention, Yang et al.
-# 2023) one decay per channel of the key, Gₜ ⊙ hₜ₋₁. Neither divides by a normaliser: both
+# (Dao & Gu 2024) uses one scalar aₜ per head and token; GLA (gated linear attention, Yang et
+# al. 2023) one decay per channel of the key, Gₜ ⊙ hₜ₋₁. Neither divides by a normaliser: both
 # normalise their output instead (an RMSNorm). Unrolled, outₜ = Σₛ≤ₜ (a_{s+1} · … · aₜ) (qₜ · kₛ) vₛ:
 # the quadratic form is q kᵀ masked by a **decay matrix** D, Dₜₛ = exp(cₜ − cₛ) for s ≤ t and 0 above the diagonal,
 # the "1-semiseparable" mask of the SSD paper.
@@ -391,8 +398,9 @@ print("float64, a = 0.5: P_t is 0 from t =", cumulative_product_trap(0.5, 1200, 
 # on the state cannot make the present louder. GLA's and Mamba-2's layers have both kinds: the
 # decay on the state, and an output gate of lesson 06's kind with another function in place of
 # the sigmoid. GLA multiplies its normalised output by swish(x W_g) (fla's
-# `GatedLinearAttention`), Mamba-2 by silu(z), z a projection of its input, inside its gated
-# RMSNorm (mamba_ssm's `Mamba2`). Hybrid models use both kinds of layer: Qwen3-Next interleaves
+# `GatedLinearAttention`). Mamba-2 multiplies its output by silu(z), z a projection of its input,
+# and only then normalises it, both inside its gated RMSNorm (mamba_ssm's `Mamba2`, whose default
+# is `norm_before_gate=False`). Hybrid models use both kinds of layer: Qwen3-Next interleaves
 # three Gated DeltaNet layers (a decayed state with a delta-rule update) with one layer of gated
 # softmax attention, the gate of lesson 08 (its configuration in Hugging Face's transformers makes
 # every fourth layer full attention).
@@ -689,9 +697,12 @@ print("decayed minus linear, per N:", {n: round(recall["decayed"]["accuracy"][st
 # softmax attention, it is far below softmax: trained on batches whose questions lie mostly beyond
 # its window, it had learned little in the same steps. Arora et al. 2023 ("Zoology") found the
 # same kind of gap in real language models, where on associative recall a 70M-parameter attention
-# model outperformed a 1.4-billion-parameter gated-convolution model, and built the multi-query
-# recall task used here to study it. One layer, four heads, a few CPU-minutes: these are toy
-# models, and longer training or a wider state would move every number. The comparison is what it
+# model outperformed a 1.4B-parameter gated-convolution model, and built the multi-query
+# recall task (MQAR) to study it. The task here is a simpler MQAR: the questions follow the pairs
+# at once, with no filler tokens between them, values may repeat, and the vocabulary has 320
+# tokens where Zoology's generator defaults to 8,192. One layer, four heads, under a minute of CPU
+# per run (printed above): these are toy models, and longer training or a wider state would move
+# every number. The comparison is what it
 # is: the same steps, the same data, only the mixing changed.
 #
 # ## 11. The two routes side by side
@@ -704,9 +715,10 @@ from course.lessons.lesson10 import lesson09_figures
 
 route_one = lesson09_figures()
 naive_growth, tiled_growth = route_one["naive", "training"], route_one["tiled", "training"]
-print("lesson 09, training, when L doubles (256 -> 512): naive attention's peak "
-      f"x {naive_growth[1]:.2f}, what it keeps x {naive_growth[2]:.2f}; tiled: peak "
-      f"x {tiled_growth[1]:.2f}, kept x {tiled_growth[2]:.2f}")
+print("lesson 09, training, at each doubling of L: naive attention's peak x "
+      f"{naive_growth[0]} {naive_growth[1]:g}: {naive_growth[2]}, what it keeps x "
+      f"{naive_growth[3]:.2f}; tiled: peak x {tiled_growth[0]} {tiled_growth[1]:g}: "
+      f"{tiled_growth[2]}, kept x {tiled_growth[3]:.2f}")
 print(f"lesson 09, column attention at S = 5,120, one layer kept for training: naive "
       f"{route_one['kept GB']['naive']:.0f} GB, tiled {route_one['kept GB']['tiled']:.3f} GB")
 held = {name: [memory[name, L][0].peak - output_bytes[L] for L in lengths]
@@ -720,11 +732,11 @@ print(f"lesson 10, inference, beyond the output, when L doubles (32 -> 64): recu
 # %% [markdown]
 # | | exact? | memory in L | compute in L | what breaks | measured here |
 # |---|---|---|---|---|---|
-# | softmax, naive (lessons 02, 05) | yes | L² | L² | memory: the L × L scores | lesson 09: the peak ×4 when L doubles; 252 GB kept per layer at S = 5,120 |
-# | **route one**: tiles, online softmax (lesson 09) | yes | L | L² | time: the compute stays quadratic | lesson 09: kept ×2 when L doubles; 0.442 GB kept per layer at S = 5,120 |
-# | route two: sliding window (lesson 09) | no: w keys | L · w | L · w | anything farther than w | section 10: recall near chance once the pair is farther back |
-# | route two: linear attention, recurrence or chunks (this lesson) | no: a kernel, not softmax | constant state (+ output) | L | recall: a state of d × e numbers | section 4: flat beyond the output; section 10: recall falls with N |
-# | route two: decayed state, GLA / Mamba-2 (this lesson) | no | constant state | L | recall: a state of d × e numbers, as for linear attention | section 10 |
+# | softmax, naive (lessons 02, 05) | yes | L² | L² | memory: the L × L scores | lesson 09: the peak more than ×3.5 and what training keeps ×3.88 when L doubles; 252 GB kept per layer at S = 5,120 |
+# | **route one**: tiles, online softmax (lesson 09) | yes | L | L² | time: the compute stays quadratic | lesson 09: the peak less than ×2 and what training keeps ×2.00 when L doubles; 0.442 GB kept per layer at S = 5,120 |
+# | route two: sliding window (lesson 09) | no: w keys | L with lesson 09's tiles (L · w if the band's scores are stored) | L · w | anything farther than w | section 10: recall near chance once the pair is farther back |
+# | route two: linear attention, recurrence or chunks (this lesson) | no: a kernel, not softmax | constant state (+ output), in inference | L | recall: a state of d × e numbers | section 4: flat beyond the output; section 10: recall falls with N |
+# | route two: decayed state, GLA / Mamba-2 (this lesson) | no | constant state, in inference | L | recall: a state of d × e numbers, as for linear attention | section 10 |
 # | route two: Nyström, m landmarks (this lesson) | no: F A⁺ B | L · m | L · m | accuracy on tokens unlike their segment | section 8: error against m |
 # | route two: global attention (lesson 05) | no: one row | L | L | every token gets the same row (before the gate) | section 8: Nyström with m = 1 |
 #
@@ -739,7 +751,9 @@ print(f"lesson 10, inference, beyond the output, when L doubles (32 -> 64): recu
 # - AlphaFold2's extra MSA stack attends along the columns of a deep MSA: 1,024 sequences by
 #   default, 5,120 in some of its released models (lesson 05). Plain column attention keeps its
 #   weights for the backward pass: lesson 09 printed 252 GB per layer at S = 5,120 (R = 300
-#   columns, 8 heads), and the stack has 4 blocks. AlphaFold2 uses global column attention there
+#   columns, 8 heads), and the stack has 4 blocks (checkpointing each block, as OpenFold's
+#   training does, keeps one block's layers at a time, and one layer is already that much).
+#   AlphaFold2 uses global column attention there
 #   (lesson 05, Algorithm 19): one averaged query per column, a route-two layer. Its main stack,
 #   48 blocks over at most 512 sequences, keeps exact column attention.
 # - FlashAttention, route one, was published in 2022 (Dao et al.), after AlphaFold2. Lesson 09
@@ -748,7 +762,8 @@ print(f"lesson 10, inference, beyond the output, when L doubles (32 -> 64): recu
 #   changes the model, which is then trained with that change.
 # - OpenFold, the open reimplementation, keeps AlphaFold2's model, global attention included, and
 #   adds route one for the exact layers: its low-memory attention (lesson 09's `_lma`, after Rabe
-#   and Staats) and, on GPUs, optional kernels (DeepSpeed's Evoformer attention, FlashAttention).
+#   and Staats), which it turns off for training, and, on GPUs, optional kernels (DeepSpeed's
+#   Evoformer attention, which training can use, and FlashAttention).
 #
 # ## Self-check
 #
@@ -782,8 +797,8 @@ print(f"lesson 10, inference, beyond the output, when L doubles (32 -> 64): recu
 #    is cast back), or replace the normaliser by a norm of the output (GLA's RMSNorm per head):
 #    then the weights no longer sum to one, and the layer relies on the norm's scale.
 # 5. cₜ − cₛ is a difference of two finite sums of logs, as small as the decay it stands for;
-#    Pₜ and Pₛ underflow to 0 (or stall at float32's smallest number) and their ratio is 0 / 0 or
-#    1.0. Above the diagonal cₜ − cₛ is positive and its exp may be inf: inf · 0 is NaN, and even a
+#    Pₜ and Pₛ underflow to 0 (or stop among float32's smallest numbers) and their ratio is 0 / 0
+#    or 1.0. Above the diagonal cₜ − cₛ is positive and its exp may be inf: inf · 0 is NaN, and even a
 #    torch.where that hides it in the forward pass sends NaN into the gradient; exp(−inf) = 0 has
 #    neither problem.
 # 6. The output gate multiplies what attention reads out, per channel; it can silence a head's
@@ -793,8 +808,10 @@ print(f"lesson 10, inference, beyond the output, when L doubles (32 -> 64): recu
 #    lesson 05's module, and the mask (lesson 05's masked mean; the Nyströmformer code averages
 #    zero-filled padding into its landmarks).
 # 8. Softmax keeps the most (every key and value, growing with L) and recalls best. Not a
-#    coincidence: recall of N arbitrary pairs needs somewhere to store them, and a fixed state
-#    of 4 × (16 × 16 + 16) numbers must mix them once N approaches its size.
+#    coincidence: recall of N arbitrary pairs needs somewhere to store them. A fixed state of
+#    4 × (16 × 16 + 16) numbers holds every pair in one sum of outer products, and keys of 16
+#    channels per head, all positive after φ, cannot be kept apart in it: the pairs interfere from
+#    the first ones on (the accuracy already falls between N = 4 and N = 8), and more as N grows.
 #
 # </details>
 #
@@ -809,11 +826,12 @@ print(f"lesson 10, inference, beyond the output, when L doubles (32 -> 64): recu
 # - Two traps: a float16 normaliser overflows (between L = 512 and 1,024 at d = 64): accumulate in
 #   float32, or replace the normaliser by a norm; a ratio of cumulative products underflows: sum
 #   decays in log space and mask before the exp.
-# - A decayed state hₜ = aₜ hₜ₋₁ + kₜ vₜᵀ (GLA, Mamba-2) has a quadratic form masked by a decay
+# - A decayed state hₜ = aₜ hₜ₋₁ + kₜ vₜᵀ (Mamba-2; GLA decays each key channel apart) has a
+#   quadratic form masked by a decay
 #   matrix; its decay gates the state, where lesson 06's and lesson 08's gates scale the output.
 # - Nyström approximates softmax through m landmark means; one landmark is lesson 05's global
 #   attention, less its shared keys and values, its gate and its masked mean.
 # - On recall, with the same training, softmax, which keeps every key and value, recalls almost
 #   every pair; the forms with a fixed state recall less as the pairs to store grow. Route two
-#   trades memory for what the model can store; route one (lesson 09) keeps the model exact and
-#   pays in time.
+#   trades memory for what the model can store; route one (lesson 09) keeps the model exact, and
+#   its compute quadratic in L.
