@@ -23,6 +23,8 @@ The browser is never downloaded (`playwright install` cannot work on a closed ne
 """
 from __future__ import annotations
 
+import ast
+import builtins
 import argparse
 import json
 import os
@@ -38,6 +40,8 @@ import urllib.request
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import nbformat
 
 from course import ROOT
 
@@ -141,9 +145,10 @@ class NotebookResult:
 
 # ------------------------------------------------------------------------------------ notebooks
 
-def stored_widgets(path: Path) -> int:
-    """How many widget outputs the committed notebook holds (it was run against the solutions)."""
-    notebook = json.loads(Path(path).read_text())
+def stored_widgets(path) -> int:
+    """How many widget outputs the committed notebook holds (it was run against the solutions);
+    `path` may be a notebook already read."""
+    notebook = path if isinstance(path, dict) else json.loads(Path(path).read_text())
     return sum(WIDGET_MIME in output.get("data", {})
                for cell in notebook.get("cells", []) if cell.get("cell_type") == "code"
                for output in cell.get("outputs", []))
@@ -159,6 +164,56 @@ def uses_widgets(path: Path) -> bool:
     return any(cell.get("cell_type") == "code" and WIDGET_IMPORT.search("".join(cell.get("source", [])))
                and "colab" not in cell.get("metadata", {}).get("tags", [])
                for cell in notebook.get("cells", []))
+
+
+def _names(source: str) -> tuple[set[str], set[str]]:
+    """(names a cell's code reads before or without binding them, names it binds)."""
+    tree = ast.parse("\n".join(line for line in source.splitlines()
+                                if not line.lstrip().startswith(("%", "!"))))
+    bound, read = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (bound if isinstance(node.ctx, (ast.Store, ast.Del)) else read).add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+    return read - bound - set(dir(builtins)), bound
+
+
+def widget_slice(path: Path) -> nbformat.NotebookNode:
+    """The lesson's first two code cells (Colab's, the set-up), each cell that shows one of the lesson's widgets
+    (course.widgets, stored with a widget output), and the earlier cells those cells read names
+    from, transitively, in the notebook's order: what a learner's widgets need, without the rest
+    of the lesson (whose every cell nbval runs anyway). A widget cell that needs more than this
+    fails here, as it would for a learner who runs it alone."""
+    notebook = nbformat.read(path, as_version=4)
+    code = [i for i, c in enumerate(notebook.cells) if c.cell_type == "code"]
+    # the Colab cell and the set-up cell (import course_setup ...), as the lesson opens
+    wanted = set(code[:2])
+    for i in code:
+        cell = notebook.cells[i]
+        if "course.widgets" in cell.source and any(WIDGET_MIME in o.get("data", {})
+                                                   for o in cell.get("outputs", [])):
+            wanted.add(i)
+    queue = sorted(wanted)
+    while queue:
+        index = queue.pop()
+        needed, _ = _names(notebook.cells[index].source)
+        for earlier in reversed([i for i in code if i < index]):
+            if not needed:
+                break
+            _, binds = _names(notebook.cells[earlier].source)
+            if needed & binds:
+                needed -= binds
+                if earlier not in wanted:
+                    wanted.add(earlier)
+                    queue.append(earlier)
+    sliced = nbformat.v4.new_notebook(metadata=notebook.metadata)
+    sliced.cells = [notebook.cells[i] for i in sorted(wanted)]
+    return sliced
 
 
 def widget_notebooks(folder: Path = ROOT / "notebooks", prefixes=()) -> list[Path]:

@@ -24,6 +24,7 @@ from tests import browser
 pytestmark = pytest.mark.slow
 
 DEMO_NAME = "98_browser_test_demo.ipynb"
+CYCLES = 4  # open-and-leave cycles of the playground page: each way of leaving twice
 DEMO_SOURCE = '''\
 import ipywidgets as widgets
 import numpy as np
@@ -110,6 +111,8 @@ def served(tmp_path_factory):
     break_one_callback(broken)
     for workspace in (good, broken):
         nbformat.write(demo_notebook(), workspace / "notebooks" / DEMO_NAME)
+    for path in browser.widget_notebooks():
+        nbformat.write(browser.widget_slice(path), good / "notebooks" / f"{path.stem}.widgets.ipynb")
     try:
         opened = browser.chromium()
         chromium = opened.__enter__()
@@ -145,9 +148,12 @@ def test_demo_widgets_redraw_when_every_control_moves(served):
 @pytest.mark.parametrize("name", [p.name for p in browser.widget_notebooks()],
                          ids=lambda name: name.split("_")[0])
 def test_lesson_widgets_redraw_when_their_controls_move(served, name, tmp_path):
-    """A lesson notebook that shows widgets: run all, move every control, its output changes."""
-    result = exercise(served, f"good/notebooks/{name}", screenshots=tmp_path)
-    stored = browser.stored_widgets(ROOT / "notebooks" / name)
+    """A lesson notebook that shows widgets: its widget cells, with the set-up and the cells they
+    read from (browser.widget_slice; every other cell runs under nbval), run in JupyterLab; every
+    control moved, its output changes."""
+    sliced = f"{Path(name).stem}.widgets.ipynb"  # written by the served fixture
+    result = exercise(served, f"good/notebooks/{sliced}", screenshots=tmp_path)
+    stored = browser.stored_widgets(browser.widget_slice(ROOT / "notebooks" / name))
     assert len(result.widgets) >= max(stored, 1), (
         f"{name}: {stored} widget outputs committed, {len(result.widgets)} rendered in the browser")
     interactive = [w for w in result.widgets if w.controls]  # not a progress bar
@@ -184,9 +190,9 @@ def test_the_playground_page_every_control_redraws(served, release, tmp_path):
 
 
 def test_the_playground_frees_the_kernel_of_every_page_it_served(served, release):
-    """Ten times: the playground page opened, drawn, then left, by closing the tab (whose
-    shutdown request may never leave) or by navigating away (a reload: the page's own shutdown
-    request). Each kernel holds torch (about 0.5 GB): at most one may be left, counted among
+    """Four times: the playground page opened, drawn, then left, twice by closing the tab (whose
+    shutdown request may never leave) and twice by navigating away (a reload: the page's own
+    shutdown request). Each kernel holds torch (about 0.5 GB): at most one may be left, counted among
     the server's processes once a closed page's grace period has passed."""
     from course.playground_server import DISCONNECT_GRACE
     from course.widgets.playground import entries
@@ -194,7 +200,7 @@ def test_the_playground_frees_the_kernel_of_every_page_it_served(served, release
     chromium, _lab = served
     expected, counts, seconds = len(entries()), [], []
     with browser.voila_server(release / "notebooks" / "playground.ipynb") as server:
-        for cycle in range(10):
+        for cycle in range(CYCLES):
             seconds.append(browser.open_and_leave(chromium, server.url, expected,
                                                   leave="navigate" if cycle % 2 else "close"))
             counts.append(len(server.kernels()))
@@ -205,7 +211,7 @@ def test_the_playground_frees_the_kernel_of_every_page_it_served(served, release
         log = server.log.read_text()
     refused = [line for line in log.splitlines() if "403 POST" in line and "shutdown" in line]
     after_grace = log.count("no page connected for")
-    print(f"kernels after each of the ten cycles: {counts}; left after "
+    print(f"kernels after each of the {CYCLES} cycles: {counts}; left after "
           f"{DISCONNECT_GRACE:.0f} s: {len(left)}; freed by the page's shutdown request: "
           f"{log.count('Kernel shutdown:') - after_grace}, by the grace period: {after_grace}; "
           f"a cycle took {min(seconds):.1f}-{max(seconds):.1f} s")

@@ -34,6 +34,4 @@ CLAIMS = ROOT / "docs" / "claims"
 # TEMPORARY: lessons whose ledger is being written with their rewrite. The claims test expects
 # them to fail (strict xfail: the day one passes, the test says to remove it from here). The lead
 # empties this at merge, when docs/claims/08.toml and 09.toml land.
-NOT_YET_LEDGERED: dict[str, str] = {
-    "09": "lesson 09's ledger comes with its rewrite (docs/claims/09.toml)",
-}
+NOT_YET_LEDGERED: dict[str, str] = {}

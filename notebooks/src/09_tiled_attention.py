@@ -197,7 +197,7 @@ for dtype, tolerance in [(torch.float64, 1e-12), (torch.float32, 1e-6)]:
 # k may have different lengths, and neither need be a multiple of its block. Write each query
 # block's result into its rows of one output tensor (create it from the first block's result
 # with `new_empty`, which keeps dtype and device). The check also measures your forward pass
-# with the profiler: it must hold far less than one q × k score tensor.
+# with the profiler: it must hold less than half of one q × k score tensor.
 
 # %% tags=["check"]
 from course.checks.lesson09 import check_tiled_forward
@@ -672,9 +672,9 @@ print("\n".join(speed.describe(sweep, live=RECORD_SWEEP)))
 # The lesson's case: q, k, v of shape (1, 4, 1024, 64) drawn in float64, rounded to bfloat16,
 # tiles of 64. Each result against float64 attention of the unrounded inputs: your tiles with
 # float32 accumulators; the same tile loop with everything in bfloat16
-# (`course/lessons/lesson09/precision.py`); naive attention and SDPA in bfloat16; and what no
-# bfloat16 computation can beat: the exact attention of the rounded inputs, and that result
-# rounded to bfloat16.
+# (`course/lessons/lesson09/precision.py`); naive attention and SDPA in bfloat16; and two
+# references: the exact attention of the rounded inputs, and that result rounded to bfloat16 (the
+# error left when the inputs' and the output's rounding are the only ones).
 
 # %% tags=["nbval-ignore-output"]
 from course.lessons.lesson09 import precision
@@ -687,16 +687,18 @@ for name, error in errors.items():
 # %%
 best = errors["exact, of the rounded inputs, rounded"]
 print(_("your bfloat16 tiles: output {dtype}; within 2.5e-3 of float64: {close}; within 10 % of "
-        "the best a bfloat16 output can be: {best}").format(
+        "the exact result of the rounded inputs, rounded: {best}").format(
     dtype=errors["output dtype"], close=errors["tiles, float32 accumulators"] < 2.5e-3,
     best=errors["tiles, float32 accumulators"] < 1.1 * best))
 print(_("tiles accumulating in bfloat16 are x{ratio:.1f} further from float64").format(
     ratio=errors["tiles, bfloat16 accumulators"] / errors["tiles, float32 accumulators"]))
 
 # %% [markdown]
-# With float32 accumulators your tiles land on the best a bfloat16 output can be: the inputs'
-# rounding and the output's own rounding are all that is left. Tiles that accumulate in
-# bfloat16 lose several times more on the way, a little at each of the 16 key tiles.
+# With float32 accumulators your tiles land on that reference: the inputs' rounding and the
+# output's own rounding are nearly all that is left. It is not a strict floor (a maximum over
+# many entries: another bfloat16 computation may land a little either side of it). Tiles that
+# accumulate in bfloat16 lose several times more on the way, a little at each of the 16 key
+# tiles.
 #
 # ## 10. AlphaFold's row attention with pair bias at S = 5,120
 #
@@ -776,8 +778,12 @@ for capacity in (24, 40, 80):
 #
 # ### OpenFold's low-memory attention
 #
-# OpenFold, the open reimplementation of AlphaFold2, has three routes for this attention:
+# OpenFold, the open reimplementation of AlphaFold2, has four alternatives to its stock PyTorch
+# attention for this layer:
 #
+# - **Its own CUDA softmax** (`use_memory_efficient_kernel`, `attention_core` in
+#   `openfold/utils/kernel/`): computes the whole score tensor and takes its softmax in place, so
+#   it holds one score tensor instead of two, with a backward; it saves a copy, not the quadratic.
 # - **DeepSpeed's Evoformer kernel** (`DS4Sci_EvoformerAttention`, used with
 #   `use_deepspeed_evo_attention`): a fused CUDA kernel that takes the mask bias and the pair
 #   bias and returns the pair bias's gradient, for training and inference: what your
@@ -960,10 +966,12 @@ else:
             "(data/lesson09/gpu_runs.json holds none)."))
 
 # %% [markdown]
-# No GPU run of this lesson is recorded yet. What to expect on a card: naive attention runs out
-# of memory at the L where its L × L scores (times heads, twice for a moment) exceed the card;
-# SDPA's kernels and your tiles grow linearly and stop on time, not memory; SDPA is much faster
-# than your tiles, for the reasons of section 8.
+# No GPU run of this lesson is recorded yet, so it prints no GPU timing of its own. On a card, the
+# table prints for each method and mode the largest L it reached, its peak and its time there,
+# and why it stopped (out of memory, or the time budget); the figure marks with an x where a
+# method ran out of memory. Read SDPA's time against your tiles' in that table. Naive attention's
+# peak holds its L × L scores times the heads, twice for a moment (lesson 05), quadratic in L;
+# SDPA's kernels and your tiles keep the output and the logsumexp.
 #
 # ## Self-check
 #
@@ -999,10 +1007,10 @@ else:
 #    be chunked by slices at all; tiles cut within it.
 # 7. On a GPU the cost of attention is mostly moving the L × L matrix through HBM, and a fused
 #    kernel never does; one more q kᵀ on the tensor cores is cheaper than writing and reading
-#    back L² numbers (section 6). Your tiles are faster than naive attention on a CPU where
-#    naive's score tensors outgrow the caches and the tiles are large enough that the operator
-#    calls of each tile do not dominate: section 8's table shows where that is, on the machine
-#    that measured it.
+#    back L² numbers (section 6). On a CPU, section 8's sweep prints its answer, computed from
+#    the table on the machine that measured it ("so the best tiles are faster than naive at ...");
+#    your tiles win where naive's score tensors outgrow the caches and the tiles are
+#    large enough that the operator calls of each tile do not dominate.
 # 8. 64 query blocks; block b needs key blocks 0 … b: 64 · 65 / 2 = 2,080 tiles of 4,096, and
 #    only the 64 diagonal tiles need the mask.
 #
@@ -1028,6 +1036,6 @@ else:
 #   tiles pay operator calls per tile and gain where naive's scores leave the caches (the
 #   sweep says where); fused kernels (SDPA, FlexAttention, FlashAttention) gain both ways.
 # - OpenFold's `_lma` chunks differently (split then merge, large chunks, no backward of its
-#   own, masks as a −10⁹ bias) and equals your tiles on AlphaFold's row attention; its trainable
-#   route is DeepSpeed's Evoformer kernel.
+#   own, masks as a −10⁹ bias) and equals your tiles on AlphaFold's row attention; its low-memory
+#   route for training is DeepSpeed's Evoformer kernel.
 # - Route two (a sliding window) combines with route one: skip the tiles outside the band.
