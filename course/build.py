@@ -4,10 +4,16 @@
     python -m course.build notebooks 01 02      # lessons whose file name starts with these
     python -m course.build notebooks --lang zh  # one edition only (en or zh)
 
-English: notebooks/src/NN_topic.py -> notebooks/NN_topic.ipynb. Chinese:
-notebooks/src/zh/NN_topic.py -> notebooks/zh/NN_topic.ipynb, run from notebooks/zh/ so that its
-`import course_setup` finds notebooks/zh/course_setup.py, which switches the kernel to Chinese
-(course/drift.py says how each Chinese cell stays in step with its English one).
+English: notebooks/src/NN_topic.py -> notebooks/NN_topic.ipynb. Chinese: the English source with
+the prose of notebooks/src/zh/NN_topic.py and its code comments translated by the catalog
+(course/zh_source.py: the Chinese source holds prose only, so the code cannot differ) ->
+notebooks/zh/NN_topic.ipynb, run from notebooks/zh/ so that its `import course_setup` finds
+notebooks/zh/course_setup.py, which switches the kernel to Chinese (course/drift.py says how each
+Chinese cell stays in step with its English one).
+
+A Chinese build needs a CJK font for its figures: without one it stops at once and says how to
+install one, and in its kernel a missing glyph is an error (course/fonts.py); every image it
+stores is then searched for missing-glyph boxes (course/tofu.py) before the notebook is written.
 
 Each notebook runs in a scratch copy of the course whose exercises are the solutions, so the
 committed outputs are those of a correct implementation. Timing metadata is dropped so a rebuild
@@ -24,9 +30,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 import tempfile
 import time
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 import jupytext
@@ -75,22 +83,39 @@ WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
 WIDGET_TEXT = N_("[an interactive widget: run this cell to show it]")
 
 
+class GlyphError(RuntimeError):
+    """A built Chinese notebook would show Chinese as boxes."""
+
+
 def translate(message: str, lang: str) -> str:
     return translations(normalise(lang)).gettext(message)
 
 
 def header_cells(lang: str = "en") -> list[nbformat.NotebookNode]:
-    """The cells of _header.py, their title line in `lang` (both editions share the code: it is
-    machinery, and course.repository rewrites its URL in one place)."""
+    """The cells of _header.py, their title line and comments in `lang` (both editions share the
+    code: it is machinery, and course.repository rewrites its URL in one place), except the
+    folder Colab works in: the edition's own, so that `import course_setup` finds the Chinese
+    set-up in notebooks/zh/."""
+    from course.zh_source import localize_code
+
     cells = jupytext.read(HEADER).cells
     for cell in cells:
         cell.source = cell.source.replace(f"# @title {COLAB_TITLE}",
                                           f"# @title {translate(COLAB_TITLE, lang)}", 1)
+        if lang != "en":
+            cell.source = localize_code(cell.source, lang)
+            cell.source = cell.source.replace('f"{COURSE_DIR}/notebooks"',
+                                              f'f"{{COURSE_DIR}}/notebooks/{FOLDER[lang]}"')
     return cells
 
 
 def read_source(path: Path) -> nbformat.NotebookNode:
-    notebook = jupytext.read(path)
+    """The notebook a source builds, before it runs: the Colab cell under the title; a Chinese
+    lesson composed from the English code and its own prose (course/zh_source.py)."""
+    from course.zh_source import compose, is_prose_only
+
+    chinese = language_of(path) == "zh"
+    notebook = compose(path) if chinese and is_prose_only(path) else jupytext.read(path)
     # right under the title, so the lesson still opens with its heading
     title = 1 if notebook.cells and notebook.cells[0].cell_type == "markdown" else 0
     notebook.cells[title:title] = header_cells(language_of(path))
@@ -159,7 +184,40 @@ def execute(notebook: nbformat.NotebookNode, workdir: Path, timeout: int = 300):
     return notebook
 
 
+def glyph_problems(notebook: nbformat.NotebookNode, name: str) -> list[str]:
+    """What a built Chinese notebook shows that no CJK font drew: an error output (a figure drawn
+    after its cell ran, by the inline backend, fails there: a missing glyph is an error in the
+    build's kernels), and every stored image with missing-glyph boxes (course/tofu.py)."""
+    from course.tofu import notebook_problems
+
+    found = [f"{name} cell {index}: {output.get('ename')}: {output.get('evalue', '')[:120]}"
+             for index, cell in enumerate(notebook.cells) for output in cell.get("outputs", [])
+             if output.get("output_type") == "error"]
+    return found + notebook_problems(notebook, name)
+
+
+@contextmanager
+def strict_glyphs():
+    """For the kernels started inside: no CJK font, or a missing glyph, is an error."""
+    from course.fonts import STRICT, require_cjk_font
+
+    require_cjk_font()  # before any kernel starts: NoCJKFont says how to install one
+    before = os.environ.get(STRICT)
+    os.environ[STRICT] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(STRICT, None)
+        else:
+            os.environ[STRICT] = before
+
+
 def build(prefixes=(), scratch: Path | None = None, languages=LANGUAGES) -> list[tuple[str, float]]:
+    if "zh" in languages and sources(prefixes, "zh"):
+        from course.fonts import require_cjk_font
+
+        require_cjk_font()  # at once, before the English notebooks take their minutes
     if scratch is None:  # a fresh folder per build, so two builds never share a workspace
         (ROOT / "build").mkdir(exist_ok=True)
         scratch = Path(tempfile.mkdtemp(prefix="notebooks-", dir=ROOT / "build")) / "course"
@@ -168,11 +226,18 @@ def build(prefixes=(), scratch: Path | None = None, languages=LANGUAGES) -> list
     for lang in languages:
         for path in sources(prefixes, lang):
             start = time.perf_counter()
-            notebook = execute(read_source(path), workspace / "notebooks" / FOLDER[lang])
+            with strict_glyphs() if lang == "zh" else nullcontext():
+                notebook = execute(read_source(path), workspace / "notebooks" / FOLDER[lang])
             seconds = time.perf_counter() - start
             target = target_of(path)
+            notebook = clean(notebook, lang)
+            if lang == "zh":
+                problems = glyph_problems(notebook, target.name)
+                if problems:
+                    raise GlyphError(f"{target.relative_to(ROOT)} not written: "
+                                     + "; ".join(problems[:5]))
             target.parent.mkdir(parents=True, exist_ok=True)
-            nbformat.write(clean(notebook, lang), target)
+            nbformat.write(notebook, target)
             timings.append((target.relative_to(ROOT / "notebooks").as_posix(), seconds))
             print(f"built {target.relative_to(ROOT)} in {seconds:.1f} s", flush=True)
     return timings
@@ -185,7 +250,13 @@ def main(argv=None) -> int:
     parser.add_argument("--lang", choices=[*LANGUAGES, "all"], default="all",
                         help="one edition only (default: both)")
     args = parser.parse_args(argv)
-    build(args.prefixes, languages=LANGUAGES if args.lang == "all" else (args.lang,))
+    from course.fonts import NoCJKFont
+
+    try:
+        build(args.prefixes, languages=LANGUAGES if args.lang == "all" else (args.lang,))
+    except (NoCJKFont, GlyphError) as error:
+        print(f"course.build: {error}", file=sys.stderr)
+        return 1
     return 0
 
 

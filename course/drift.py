@@ -5,15 +5,20 @@
     python -m course.drift --skeleton 08    # start notebooks/src/zh/08_*.py from the English source
     python -m course.drift --count          # the edition's size: Han characters per part
 
-Each cell of a Chinese source (notebooks/src/zh/NN_topic.py) names the English cell it translates
-by a hash of that cell's text, in its jupytext header: `# %% [markdown] en="3f2a9c1b0d4e"`. The
-Chinese cells follow the English ones in the same order, one for one. The check aligns the two
-hash sequences and reports every English cell that changed since it was translated (the Chinese
-cell still carries the old hash), every English cell with no translation, every Chinese cell left
-over from a removed English cell, and every code cell whose code differs from its English cell.
-Code cells are identical in both editions except for comments, which are translated (comments
-are exempt from the comparison; code, strings and cell tags are not). The messages of the
-catalog are checked by course/messages.py the same way (missing, untranslated, stale).
+A Chinese source (notebooks/src/zh/NN_topic.py) holds prose only: one markdown cell for each
+markdown cell of the English source, in the same order, each naming the English cell it
+translates by a hash of that cell's text in its jupytext header: `# %% [markdown]
+en="3f2a9c1b0d4e"`. Its code is the English code, taken at build time (course/zh_source.py), so
+the two editions' code cannot differ; what a code cell says (strings through `_()`, comments) is
+in the catalog. The check aligns the two hash sequences and reports every English cell that
+changed since it was translated (the Chinese cell still carries the old hash), every English
+cell with no translation and every Chinese cell left over from a removed English cell. The
+messages of the catalog (code comments included) are checked by course/messages.py the same
+way (missing, untranslated, stale).
+
+A source of the old format (every cell, code included, comments translated in place) is still
+read, its code compared with the English token by token, while its lesson is listed in
+OLD_FORMAT; `python -m course.zh_source --convert NN` turns it into prose only.
 
 The READMEs (README.md and the student release's course/release/README.md, each with its
 README.zh-CN.md) are checked the same way by section: a section is a heading and the text under
@@ -43,6 +48,10 @@ from course.zh_numbers import problems as number_problems
 # English lessons not translated yet (their two-digit numbers, e.g. {"09"} while a new lesson waits
 # for its Chinese source); empty: every lesson is translated
 PENDING: set[str] = set()
+# Chinese sources still in the old format (code cells of their own, comments translated in
+# place), by lesson number, until `python -m course.zh_source --convert NN` turns them into prose
+# only; a source of the old format not listed here, or a listed one in the new format, is a problem
+OLD_FORMAT: set[str] = set()
 ZH = Path("notebooks") / "src" / "zh"
 # (English, Chinese) READMEs, relative to the course
 READMES = [(Path("README.md"), Path("README.zh-CN.md")),
@@ -108,19 +117,28 @@ def pair_problems(pair: Pair, root: Path = ROOT) -> list[str]:
              for j, cell in enumerate(zh_cells) if not cell.metadata.get("en")]
     if found:
         return found
-    english = Side(en_name, [cell_hash(c) for c in en_cells],
-                   [f"{c.cell_type} {first_line(c)}" for c in en_cells])
+    lesson = pair.chinese.name[:2]
+    old = any(cell.cell_type != "markdown" for cell in zh_cells)
+    if old and lesson not in OLD_FORMAT:
+        return [f"{zh_name} holds code cells: a Chinese source holds prose only (its code is the "
+                f"English code): `python -m course.zh_source --convert {lesson}`"]
+    if not old and lesson in OLD_FORMAT:
+        found.append(f"{zh_name} holds prose only: remove {lesson!r} from OLD_FORMAT in course/drift.py")
+    numbers = [i for i, c in enumerate(en_cells) if old or c.cell_type == "markdown"]
+    english = Side(en_name, [cell_hash(en_cells[i]) for i in numbers],
+                   [f"{en_cells[i].cell_type} {first_line(en_cells[i])}" for i in numbers], numbers)
     chinese = Side(zh_name, [c.metadata["en"] for c in zh_cells], [first_line(c) for c in zh_cells])
-    found, equal = alignment_problems("cell", english, chinese)
+    stale, equal = alignment_problems("cell", english, chinese)
+    found += stale
     for i, j in equal:
-        en, zh = en_cells[i], zh_cells[j]
+        en, zh = en_cells[numbers[i]], zh_cells[j]
         same_code = code_without_comments(en.source) == code_without_comments(zh.source)
         if en.cell_type == "code" and not (same_code and tags(en) == tags(zh)):
-            found.append(f"{zh_name} cell {j}: its code or tags differ from {en_name} cell {i} "
-                         f"(only comments may differ): copy the English code")
+            found.append(f"{zh_name} cell {j}: its code or tags differ from {en_name} cell "
+                         f"{numbers[i]} (only comments may differ): copy the English code")
         elif en.cell_type == "markdown":
             found += number_problems(zh.source, en.source, f"{zh_name} cell {j}",
-                                     f"English cell {i}", root)
+                                     f"English cell {numbers[i]}", root)
     return found
 
 
@@ -130,6 +148,10 @@ class Side:
     name: str          # the file, relative to the course
     hashes: list[str]  # English: the hash of each item; Chinese: the hash each item names
     labels: list[str]  # how a message names each item
+    numbers: list[int] | None = None  # each item's number in its file (default: its place here)
+
+    def number(self, index: int) -> int:
+        return self.numbers[index] if self.numbers is not None else index
 
 
 def alignment_problems(noun: str, english: Side,
@@ -144,11 +166,12 @@ def alignment_problems(noun: str, english: Side,
             continue
         for i, j in zip(range(i1, i2), range(j1, j2 + (i2 - i1))):
             if op == "replace" and j < j2:
-                found.append(f"{chinese.name} {noun} {j} is stale: English {noun} {i} of {english.name} "
-                             f"changed ({english.labels[i]}, now en=\"{english.hashes[i]}\")")
+                found.append(f"{chinese.name} {noun} {j} is stale: English {noun} {english.number(i)} "
+                             f"of {english.name} changed ({english.labels[i]}, now "
+                             f"en=\"{english.hashes[i]}\")")
             else:
-                found.append(f"{english.name} {noun} {i} ({english.labels[i]}) has no translation in "
-                             f"{chinese.name} (en=\"{english.hashes[i]}\")")
+                found.append(f"{english.name} {noun} {english.number(i)} ({english.labels[i]}) has no "
+                             f"translation in {chinese.name} (en=\"{english.hashes[i]}\")")
         for j in range(j1 + (i2 - i1), j2):
             found.append(f"{chinese.name} {noun} {j} ({chinese.labels[j]}) translates no current "
                          f"English {noun} (en=\"{chinese.hashes[j]}\"): remove it or update its hash")
@@ -283,11 +306,15 @@ def show_old(root: Path = ROOT) -> None:
     for pair in found:
         en_cells, zh_cells = jupytext.read(pair.english).cells, jupytext.read(pair.chinese).cells
         current = {cell_hash(c): c for c in en_cells}
+        if all(c.cell_type == "markdown" for c in zh_cells):  # prose only: place among the prose
+            places = [i for i, c in enumerate(en_cells) if c.cell_type == "markdown"]
+        else:
+            places = list(range(len(en_cells)))
         for j, cell in enumerate(zh_cells):
             wanted = cell.metadata.get("en")
             if not wanted or wanted in current:
                 continue
-            index = j if j < len(en_cells) else len(en_cells) - 1
+            index = places[min(j, len(places) - 1)]
             print_diff(f"--- {pair.chinese.relative_to(root)} cell {j}: English then (en=\"{wanted}\") "
                        f"and now (English cell {index}, en=\"{cell_hash(en_cells[index])}\")",
                        old_english(pair, wanted, root), en_cells[index].source)
@@ -312,8 +339,10 @@ def show_old_readmes(root: Path = ROOT) -> None:
 
 
 def skeleton(english: Path) -> str:
-    """A Chinese source to translate: every cell with its en= hash, code copied, English prose kept."""
+    """A Chinese source to translate: every markdown cell with its en= hash, the English prose
+    kept (its code is the English code: the comments are translated in the catalog)."""
     notebook = jupytext.read(english)
+    notebook.cells = [cell for cell in notebook.cells if cell.cell_type == "markdown"]
     for cell in notebook.cells:
         cell.metadata = {**({"tags": cell.metadata["tags"]} if cell.metadata.get("tags") else {}),
                          "en": cell_hash(cell)}
@@ -343,6 +372,7 @@ def edition_size(root: Path = ROOT) -> list[tuple[str, int]]:
         rows.append((f"{ZH.as_posix()}/{path.name} (markdown)",
                      sum(len(HAN.findall(c.source)) for c in cells if c.cell_type == "markdown")))
         comments += sum(len(HAN.findall(c.source)) for c in cells if c.cell_type == "code")
+    # sources of the old format only: the others' comments are in the catalog, counted below
     rows.append((f"{ZH.as_posix()}/*.py (code comments)", comments))
     for _english, chinese in READMES:
         if (root / chinese).exists():
@@ -374,8 +404,9 @@ def main(argv=None) -> int:
         if target.exists():
             parser.error(f"{target.relative_to(root)} exists; edit it instead")
         target.write_text(skeleton(english[0]))
-        print(f"wrote {target.relative_to(root)}: translate its prose and comments, then "
-              f"remove {english[0].name[:2]!r} from PENDING in course/drift.py")
+        print(f"wrote {target.relative_to(root)}: translate its prose, then `make messages` and "
+              f"translate the lesson's messages (its code comments among them), then remove "
+              f"{english[0].name[:2]!r} from PENDING in course/drift.py")
         return 0
     found = problems(root)
     for line in found:

@@ -8,7 +8,9 @@ The never column lists the renderings a Chinese text must not use (in backticks,
 and scans every Chinese source a learner or instructor reads: the lesson sources
 (notebooks/src/zh/), both Chinese READMEs, docs/zh/ and every msgstr of the catalog.
 
-A never-word may still be *mentioned*: right before a full-width bracket with the English of the
+A never-word may be allowed in some places after all: `re:打分 unless re:给[^，。]{1,24}打分`
+finds 打分 everywhere except inside a match of the second pattern (the verb, where the noun is
+banned). A never-word may still be *mentioned*: right before a full-width bracket with the English of the
 other thing it names (`注意力汇聚（attention pooling）`: d2l-zh's word, not the sink), or, on the
 glossary page itself, inside backticks. Chinese prose uses full-width quotation marks (“”): an
 ASCII `"` next to a Han character outside code is reported too (a quoted ASCII value such as
@@ -34,15 +36,41 @@ GLOSS = re.compile(r"（([A-Za-z][^）]*)）")
 
 
 @dataclass(frozen=True)
+class Never:
+    """One never-word: a pattern, and where its matches are allowed after all (`unless`: a match
+    inside a match of that pattern, e.g. the verb 给每个键打分 where 打分 the noun is banned)."""
+    pattern: re.Pattern
+    unless: re.Pattern | None = None
+
+    @classmethod
+    def parse(cls, word: str) -> Never:
+        """`word`, `re:<pattern>` or `re:<pattern> unless re:<pattern>`."""
+        main, _, allowed = word.partition(" unless ")
+        return cls(_compile(main), _compile(allowed) if allowed else None)
+
+    def finditer(self, text: str):
+        allowed = [m.span() for m in self.unless.finditer(text)] if self.unless else []
+        for match in self.pattern.finditer(text):
+            if not any(start <= match.start() and match.end() <= end for start, end in allowed):
+                yield match
+
+    def search(self, text: str) -> re.Match | None:
+        return next(self.finditer(text), None)
+
+
+def _compile(word: str) -> re.Pattern:
+    return re.compile(word[3:]) if word.startswith("re:") else re.compile(re.escape(word))
+
+
+@dataclass(frozen=True)
 class Term:
     english: str
     chinese: str
-    never: tuple[str, ...]  # literal words, or "re:<pattern>"
+    never: tuple[str, ...]  # literal words, "re:<pattern>", or "re:<pattern> unless re:<pattern>"
     why: str
 
-    def patterns(self) -> list[re.Pattern]:
-        return [re.compile(word[3:]) if word.startswith("re:") else re.compile(re.escape(word))
-                for word in self.never]
+    def patterns(self) -> list[Never]:
+        return [Never.parse(word) for word in self.never]
 
 
 def _cells(row: str) -> list[str]:
@@ -120,8 +148,9 @@ def sources(root: Path = ROOT) -> list[Text]:
 
 
 def _glossed_as_other(term: Term, text: str, end: int) -> bool:
-    """Is the match ending at `end` followed by an English gloss naming something else?"""
-    gloss = GLOSS.match(text, end)
+    """Is the match ending at `end` followed by an English gloss naming something else (a closing
+    quotation mark between them allowed: “注意力汇聚”（attention pooling）)?"""
+    gloss = GLOSS.match(text, end + (text[end:end + 1] in "”」"))
     if not gloss:
         return False
     other, english = gloss[1].strip().lower(), term.english.lower()

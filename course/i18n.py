@@ -92,3 +92,9 @@ def _n(singular: str, plural: str, n: int) -> str:
 def N_(message: str) -> str:
     """Mark `message` for the catalog without translating it yet."""
     return message
+
+
+def listed(items) -> str:
+    """`items` as a list in a sentence, in the current language ("a, b" / "a、b")."""
+    # TRANSLATORS: what separates the items of a list of names in a sentence
+    return _(", ").join(items)

@@ -178,7 +178,7 @@ def gate_at_triggers(runs: dict, prefix: str, gates=("elementwise", "headwise", 
     for gate in gates:
         at = [mean(values(runs, prefix, "bb", gate, "gate_at_trigger", i)) for i in range(2)]
         off = [mean(values(runs, prefix, "bb", gate, "gate_elsewhere", i)) for i in range(2)]
-        lines.append(f"{prefix:>10} {pad(label(gate), 16, '>')}: " + "  ".join(
+        lines.append(f"{pad(printed_name(prefix, PREFIX_NAMES), 24, '>')} {pad(label(gate), 16, '>')}: " + "  ".join(
             _("layer {layer}: {at:.3f} at triggers vs {off:.3f} elsewhere ({ratio:4.1f}x)").format(
                 layer=i, at=at[i], off=off[i], ratio=at[i] / off[i]) for i in range(2)))
     return "\n".join(lines)
@@ -293,11 +293,34 @@ def search_rows(search: dict, factors: dict) -> list[dict]:
     return list(rows.values())
 
 
+# what the printed tables call the sink search's factors and the ablations: their names in the
+# code (lm.SINK_FACTORS, lm.ABLATIONS), which are English, in the learner's language
+FACTOR_NAMES = {"trigger token": N_("trigger token"), "normal init": N_("normal init"),
+                "no biases": N_("no biases"), "untied head": N_("untied head"),
+                "fixed pool": N_("fixed pool"), "uniform first": N_("uniform first"),
+                "raw bigrams": N_("raw bigrams")}
+ABLATION_NAMES = {"paper, gpt2's recipe and d_ff": N_("paper, gpt2's recipe and d_ff"),
+                  "gpt2 + RoPE": N_("gpt2 + RoPE"), "gpt2 + RMSNorm": N_("gpt2 + RMSNorm"),
+                  "paper + learned positions": N_("paper + learned positions"),
+                  "paper + gate bias": N_("paper + gate bias")}
+# the shipped runs' folders (set-up and build) as a row of a table says them
+PREFIX_NAMES = {"sink/paper": N_("strong sink, paper-like"), "sink/gpt2": N_("strong sink, GPT-2-style"),
+                "paper": N_("course, paper-like"), "gpt2": N_("course, GPT-2-style")}
+
+
+def printed_name(name: str, names: dict | None = None) -> str:
+    """A factor's, an ablation's or a run folder's name as a table prints it."""
+    for known in (names,) if names else (FACTOR_NAMES, ABLATION_NAMES, PREFIX_NAMES):
+        if name in known:
+            return _(known[name])
+    return name
+
+
 def search_table(search: dict, factors: dict) -> str:
     """The sink search as a table: an x per factor the run turned on (the prototype's choice),
     then the baseline's first-token share (mean [min, max] over n seeds) and its layer 0."""
     short = {f: str(i + 1) for i, f in enumerate(factors)}
-    legend = "  ".join(f"{short[f]} = {f}" for f in factors)
+    legend = "  ".join(f"{short[f]} = {printed_name(f, FACTOR_NAMES)}" for f in factors)
     lines = [legend, f"{' '.join(short.values())} | {pad(_('share on BOS'), 19, '>')} | {pad(_('layer 0'), 7, '>')} | n"]
     for row in search_rows(search, factors):
         marks = " ".join("x" if f in row["on"] else "." for f in factors)

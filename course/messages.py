@@ -18,7 +18,14 @@ differ from these). Babel misses a `_("...")` inside an f-string; `in_f_strings`
 
 What the exercise stubs say (their docstrings, comments and `# Hint:` lines, read from the
 English stubs generated from solutions/) joins the catalog under the location `exercises/*.py`,
-so that `make handout LANG=zh` can write Chinese stubs (course/stub_text.py).
+so that `make handout LANG=zh` can write Chinese stubs (course/stub_text.py); so do the `_()`
+messages of the stubs' own code (an error a given helper raises).
+
+The comments of the lessons' code cells (and of the Colab cell, notebooks/src/_header.py) join
+the catalog under their English source's location: a Chinese source holds prose only and its
+notebook takes the English code, its comments translated here (course/zh_source.py). A lesson
+whose Chinese source is still in the old format (course/drift.py, OLD_FORMAT) keeps its comments
+in that source instead.
 
 Messages used only in PENDING sources stay out of the catalog (and out of the check) until they
 are translated: `python -m course.messages` says how many are waiting. No source is pending now
@@ -47,6 +54,8 @@ PENDING: tuple[str, ...] = ()
 LESSON_HINTS = "course/checks/lesson*.py"  # the location of the checks' plain-string hints
 STUB_TEXTS = "exercises/*.py"  # the location of what the stubs say (course/stub_text.py)
 CASE_NAME = "case name"  # the context of a case's name in the catalog (course/checks/lines.py)
+LESSON_COMMENT = ("a comment of a lesson's code cell (course/zh_source.py); keep code names, "
+                  "shapes and formulas")
 
 
 def source_files(root: Path = ROOT) -> list[Path]:
@@ -75,7 +84,12 @@ def extract(root: Path = ROOT, pending: bool = False):
     for name in lesson_hints(root, "case_names"):
         template.add(name, None, [(LESSON_HINTS, None)], context=CASE_NAME,
                      auto_comments=["the name of a check's case (course.checks.lines.case_name)"])
+    for where, text in lesson_comments(root):
+        template.add(text, None, [(where, None)], auto_comments=[LESSON_COMMENT])
     # last: where a copy has no solutions/, update() appends the catalog's own stub texts here
+    for text in stub_messages(root) or []:
+        template.add(text, None, [(STUB_TEXTS, None)],
+                     auto_comments=["an error the code of an exercise stub raises"])
     for text in stub_texts(root) or []:
         template.add(text, None, [(STUB_TEXTS, None)],
                      auto_comments=["what an exercise stub says: a docstring, comment or hint "
@@ -155,6 +169,41 @@ def _lesson_hints_elsewhere(root: Path, what: str = "learner_texts") -> list[str
                           env={**os.environ, "PYTHONPATH": str(root), "COURSE_LANG": "en"},
                           timeout=300, check=True)
     return json.loads(done.stdout)
+
+
+def lesson_comments(root: Path = ROOT) -> list[tuple[str, str]]:
+    """(English source, comment) of every code cell of the Colab cell and of each lesson whose
+    Chinese source holds prose only (course/zh_source.py)."""
+    from course.zh_source import comment_texts, is_prose_only
+
+    sources = [root / "notebooks" / "src" / "_header.py"]
+    for english in sorted((root / "notebooks" / "src").glob("*.py")):
+        chinese = root / "notebooks" / "src" / "zh" / english.name
+        if chinese.exists() and is_prose_only(chinese):
+            sources.append(english)
+    return [(path.relative_to(root).as_posix(), text) for path in sources if path.exists()
+            for text in comment_texts(path) if not is_pending(path.relative_to(root).as_posix())]
+
+
+def stub_messages(root: Path = ROOT) -> list[str] | None:
+    """The `_()` messages of the English stubs' code (a given helper's error), None where there
+    are no solutions (a student's copy keeps its catalog as it is)."""
+    if not (root / "solutions").is_dir():
+        return None
+    import io
+
+    from babel.messages.extract import extract_python
+
+    from course.stubs import generate
+
+    found = []
+    for stub in generate(root / "solutions").values():
+        for _line, _function, message, _comments in extract_python(
+                io.BytesIO(stub.encode()), list(KEYWORDS), [], {}):
+            if isinstance(message, str) and message:
+                found.append(message)
+        found += in_f_strings(stub)
+    return found
 
 
 def stub_texts(root: Path = ROOT) -> list[str] | None:

@@ -37,7 +37,10 @@ KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "nam
 
 def render(lang: str = "en") -> str:
     """The notebook's text, as written from the source (no outputs)."""
-    notebook = jupytext.read(SOURCES[lang])
+    from course.zh_source import compose, is_prose_only
+
+    source = SOURCES[lang]
+    notebook = compose(source, SOURCE, lang) if lang != "en" and is_prose_only(source) else jupytext.read(source)
     notebook.metadata = {"kernelspec": KERNELSPEC, "language_info": {"name": "python"}}
     if lang != "en":
         notebook.metadata["course"] = {"language": "zh_CN"}

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from course.check_cache import Cache, Entry, catalog_of_checks
 from course.columns import width as display_width
 from course.commands import make_check
-from course.i18n import _
+from course.i18n import _, listed
 
 WIDTH = 80
 # the four words of course/checks/lines.py (importing the checks would import PyTorch, which a
@@ -94,7 +94,7 @@ def _run(check, package: str, session) -> tuple[Row, dict | None]:
 def _blocked_reason(failure) -> str:
     alone = {"pass": _("right on its own"), "fail": _("also wrong on its own"),
              "untried": _("not tried on its own")}[failure.alone]
-    return _("by {roots}; {alone}").format(roots=", ".join(failure.roots), alone=alone)
+    return _("by {roots}; {alone}").format(roots=listed(failure.roots), alone=alone)
 
 
 def progress(package: str = "exercises", only: list[str] | None = None,

@@ -1,8 +1,9 @@
 """What a learner reads in a stub, in the learner's language: docstrings, comments, `# Hint:` lines.
 
 The stubs (course/stubs.py) are generated from solutions/ in English. The Chinese handout
-(`make handout LANG=zh`) translates what a stub says, never what it does: every docstring and
-every comment of the English stub goes through the catalog (course/locale/zh_CN/...), whose
+(`make handout LANG=zh`) translates what a stub says, never what it does: every docstring, every
+comment and the message of every error its code raises (an f-string's {expressions} kept as
+they are) of the English stub goes through the catalog (course/locale/zh_CN/...), whose
 msgids `texts()` lists for `make messages` under the location `exercises/*.py`. The code, the
 strings of the code and the line structure around them are untouched, so a Chinese stub and an
 English one compile to the same program (tests/test_zh_handout.py checks it, and grades a class
@@ -21,8 +22,12 @@ import re
 import tokenize
 from dataclasses import dataclass
 
+from course.i18n import N_
+
 LOCATION = "exercises/*.py"  # where the catalog says these texts are read
 HINT = "Hint: "
+NO_LINE_START = "，。、；：？！）」』”"  # Chinese typesetting: a line never starts with these
+HINT_LABEL = N_("hint")  # what a translated stub writes before a hint: "# 提示：..."
 SKIP_COMMENT = re.compile(r"#\s*(noqa|type:|pragma)|#\s*$")
 CJK = re.compile(r"[\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6]")
 
@@ -52,6 +57,45 @@ def docstrings(source: str) -> list[Piece]:
                                (literal.end_lineno, literal.end_col_offset),
                                inspect.cleandoc(literal.value)))
     return found
+
+
+def errors(source: str) -> list[Piece]:
+    """The message of each error the stub's code raises (`raise ValueError("...")`; an f-string
+    as its template, each {expression} as written), NotImplementedError's stub messages apart:
+    a Chinese stub raises them in Chinese, the expressions unchanged."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args):
+            continue
+        function = node.exc.func
+        name = function.id if isinstance(function, ast.Name) else getattr(function, "attr", "")
+        if not name.endswith(("Error", "Exception")) or name == "NotImplementedError":
+            continue
+        argument = node.exc.args[0]
+        template = _template(argument, source)
+        if template:
+            found.append(Piece("error", (argument.lineno, argument.col_offset),
+                               (argument.end_lineno, argument.end_col_offset), template,
+                               prefix="f" if isinstance(argument, ast.JoinedStr) else ""))
+    return found
+
+
+def _template(node, source: str) -> str | None:
+    """A string literal's text, or an f-string's template: its text with each {expression!r:spec}
+    as written (literal braces doubled, as in the f-string)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if not isinstance(node, ast.JoinedStr):
+        return None
+    parts = []
+    for value in node.values:
+        if isinstance(value, ast.Constant):
+            parts.append(value.value.replace("{", "{{").replace("}", "}}"))
+        elif isinstance(value, ast.FormattedValue):
+            conversion = {-1: "", 115: "!s", 114: "!r", 97: "!a"}[value.conversion]
+            spec = f":{_template(value.format_spec, source)}" if value.format_spec else ""
+            parts.append("{" + ast.get_source_segment(source, value.value) + conversion + spec + "}")
+    return "".join(parts)
 
 
 def comments(source: str) -> list[Piece]:
@@ -94,7 +138,7 @@ def _comment_text(comment: str) -> str:
 
 
 def pieces(source: str) -> list[Piece]:
-    return sorted(docstrings(source) + comments(source), key=lambda p: p.start)
+    return sorted(docstrings(source) + comments(source) + errors(source), key=lambda p: p.start)
 
 
 def texts(stub: str) -> list[str]:
@@ -110,10 +154,11 @@ def width(text: str) -> int:
 def wrap(text: str, columns: int) -> list[str]:
     """`text` in lines of at most `columns` display columns, broken after a space or a CJK
     character (never inside a run of Latin letters or digits), after a full-width punctuation
-    mark where one is near the end of the line."""
+    mark where one is near the end of the line; a line never starts with a closing mark (，。：),
+    which stays at the end of the line before, a column over if need be."""
     lines, line = [], ""
     for token in re.findall(r"[A-Za-z0-9_`'.,:;/()\[\]{}*+\-=<>|!?\"]+ ?|.", text):
-        if line and width(line + token.rstrip()) > columns:
+        if line and width(line + token.rstrip()) > columns and token[0] not in NO_LINE_START:
             cut = max(line.rfind(mark) for mark in "，。；：、）")
             if cut >= len(line) - 12 and cut > 0:
                 line, rest = line[:cut + 1], line[cut + 1:]
@@ -148,13 +193,19 @@ def localize(stub: str, lang: str) -> str:
     for piece in reversed(pieces(stub)):
         translated = catalog.gettext(piece.message)
         if piece.message and translated != piece.message:
-            _replace(lines, piece, translated, catalog.gettext("hint"))
+            _replace(lines, piece, translated, catalog.gettext(HINT_LABEL))
     return "\n".join(lines)
 
 
 def _replace(lines: list[str], piece: Piece, text: str, hint: str) -> None:
     """Put `text` where `piece` is in `lines` (1-based positions, columns in characters)."""
     (first, col), (last, end) = piece.start, piece.end
+    if piece.kind == "error":  # one string literal on one line, in place of the English one
+        col = len(lines[first - 1].encode()[:col].decode())  # ast's columns count bytes
+        end = len(lines[last - 1].encode()[:end].decode())
+        literal = piece.prefix + '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        lines[first - 1:last] = [lines[first - 1][:col] + literal + lines[last - 1][end:]]
+        return
     if piece.kind == "comment" and lines[first - 1][:col].strip():  # a trailing comment
         lines[first - 1] = lines[first - 1][:col] + "# " + text.replace("\n", " ")
         return

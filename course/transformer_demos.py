@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from course.memory import best_seconds
+from course.i18n import _
 
 VARIANTS = ("plain", "residual", "pre-norm residual", "post-norm residual")
 
@@ -146,11 +147,13 @@ def timing_verdict(lengths, rnn_seconds, attention_seconds) -> list[str]:
     ratios = [r / a for r, a in zip(rnn_seconds, attention_seconds)]
     peak = max(range(len(ratios)), key=ratios.__getitem__)
     last = ratios[-1]
-    winner = ("attention is faster" if last > 1 else "the RNN loop is faster" if last < 1
-              else "they take the same time")
+    winner = (_("attention is faster") if last > 1 else _("the RNN loop is faster") if last < 1
+              else _("they take the same time"))
     long = [i for i, L in enumerate(lengths) if L >= 256] or list(range(len(lengths)))
     attention_slope = fit_slope([lengths[i] for i in long], [attention_seconds[i] for i in long])
-    return [f"ratio RNN / attention: largest at L = {lengths[peak]} ({ratios[peak]:.2f}); at the "
-            f"longest, L = {lengths[-1]}, it is {last:.2f}: {winner} there",
-            f"slope of log time against log L: RNN {fit_slope(lengths, rnn_seconds):.2f}, "
-            f"attention for L >= {lengths[long[0]]} {attention_slope:.2f}"]
+    return [_("ratio RNN / attention: largest at L = {peak_L} ({peak:.2f}); at the longest, L = "
+              "{last_L}, it is {last:.2f}: {winner} there").format(
+                peak_L=lengths[peak], peak=ratios[peak], last_L=lengths[-1], last=last, winner=winner),
+            _("slope of log time against log L: RNN {rnn:.2f}, attention for L >= {first} "
+              "{attention:.2f}").format(rnn=fit_slope(lengths, rnn_seconds), first=lengths[long[0]],
+                                         attention=attention_slope)]

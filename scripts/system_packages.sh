@@ -3,6 +3,9 @@
 #   chromium    /usr/bin/chromium, the browser that tests/test_browser.py drives with pip's
 #               playwright (playwright never downloads a browser here)
 #   bubblewrap  `bwrap`, the sandbox the grader runs each student's notebooks in
+#   fonts-noto-cjk  a CJK font, so that the Chinese figures draw real glyphs (the Chinese build
+#               and tests/test_fonts.py fail without one); left alone where fontconfig already
+#               lists a Chinese font
 #   slurm-wlm, munge   a one-node Slurm that tests/test_slurm.py starts to run the instructors'
 #               guide's job array (as root only: slurmd runs jobs as their user, so the test
 #               skips for anyone else, and nothing is installed for it then; never for the
@@ -11,14 +14,21 @@
 # apt-get, no root and no sudo that works without a terminal), it stops at once and prints the
 # one command that fixes it. Silent and fast when all are there; safe to run again.
 #
-# For its tests: COURSE_CHROMIUM (as tests/browser.py) names the browser file to look for, and
-# PATH decides which apt-get, sudo, id and bwrap it finds.
+# For its tests: COURSE_CHROMIUM (as tests/browser.py) names the browser file to look for,
+# COURSE_CJK_FONT the font file (Debian's Noto Sans CJK) looked for where fc-list is not on PATH,
+# and PATH decides which apt-get, sudo, id, bwrap and fc-list it finds.
 set -euo pipefail
 
 chromium=${COURSE_CHROMIUM:-/usr/bin/chromium}
+cjk_font=${COURSE_CJK_FONT:-/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc}
+has_cjk_font() {
+  [ -e "$cjk_font" ] && return 0
+  command -v fc-list >/dev/null 2>&1 && [ -n "$(fc-list :lang=zh family 2>/dev/null | head -1)" ]
+}
 missing=()
 [ -x "$chromium" ] || missing+=(chromium)
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+has_cjk_font || missing+=(fonts-noto-cjk)
 # the daemons live in /usr/sbin, which a PATH may leave out
 has() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ]; }
 slurm_missing() { ! { has slurmctld && has slurmd && has sbatch && has munged; }; }
@@ -31,7 +41,7 @@ fi
 fix="sudo apt-get update && sudo apt-get install -y ${missing[*]}"
 give_up() {
   {
-    echo "The tests need Debian's ${missing[*]} (the browser test, the grader's sandbox, Slurm): $1"
+    echo "The tests need Debian's ${missing[*]} (the browser test, the grader's sandbox, Chinese figures, Slurm): $1"
     echo "Install with:  $fix"
     echo "then run the same command again."
   } >&2
@@ -60,7 +70,8 @@ apt=(apt-get -o DPkg::Lock::Timeout=120)
 
 [ -x "$chromium" ] || give_up "apt-get installed chromium, but $chromium is still missing."
 command -v bwrap >/dev/null 2>&1 || give_up "apt-get installed bubblewrap, but bwrap is not on PATH."
+has_cjk_font || give_up "apt-get installed fonts-noto-cjk, but $cjk_font is still missing."
 case " ${missing[*]} " in
   *" slurm-wlm "*) slurm_missing && give_up "apt-get installed slurm-wlm and munge, but slurmctld, slurmd, sbatch or munged is missing." ;;
 esac
-echo "installed: $("$chromium" --version 2>/dev/null | head -1 || echo chromium), $(command -v bwrap)"
+echo "installed: $("$chromium" --version 2>/dev/null | head -1 || echo chromium), $(command -v bwrap), a CJK font"

@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from course import ROOT
+from course.drift import code_without_comments
 from course.build import (COLAB_TITLE, HEADER, WIDGET_STATE, WIDGET_TEXT, WIDGET_VIEW, clean,
                           header_cells)
 
@@ -94,6 +95,19 @@ def test_in_colab_the_cell_clones_installs_and_moves_into_the_course(calls, monk
     assert capsys.readouterr().out == ""
 
 
+def test_in_colab_the_chinese_cell_moves_into_the_chinese_notebooks(calls, monkeypatch):
+    """So that the Chinese lesson's `import course_setup` finds notebooks/zh/course_setup.py and
+    the kernel speaks Chinese on Colab too."""
+    fake_colab(monkeypatch)
+    monkeypatch.setattr(os.path, "isdir", lambda p: True)
+    (cell,) = header_cells("zh")
+    namespace = {}
+    exec(compile(cell.source, "<colab cell>", "exec"), namespace)
+    course = namespace["COURSE_DIR"]
+    assert calls == [("chdir", f"{course}/notebooks/zh")]
+    assert sys.path[0] == f"{course}/notebooks/zh"
+
+
 def test_in_colab_a_rerun_reuses_the_clone_and_skips_what_is_installed(calls, monkeypatch):
     fake_colab(monkeypatch)
     import importlib.util
@@ -126,7 +140,12 @@ def test_the_colab_cell_is_one_short_line_on_screen():
     assert english.source == cell.source
     title = chinese.source.splitlines()[0]
     assert title.startswith("# @title ") and re.search(r"[\u4e00-\u9fff]", title), title
-    assert chinese.source.splitlines()[1:] == cell.source.splitlines()[1:]
+    # the same code; the comments in Chinese; Colab works in the edition's folder, so that
+    # `import course_setup` finds notebooks/zh/course_setup.py (the Chinese set-up)
+    assert code_without_comments(chinese.source.replace("/notebooks/zh", "/notebooks")) == \
+        code_without_comments(cell.source)
+    assert chinese.source.count('f"{COURSE_DIR}/notebooks/zh"') == 3
+    assert "# Colab 自带 torch" in chinese.source and "Colab has torch" not in chinese.source
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS + ZH_NOTEBOOKS, ids=lambda p: p.relative_to(ROOT / "notebooks").as_posix())

@@ -15,6 +15,17 @@ from course import ROOT
 from course.glossary import CATALOG, GLOSSARY, READMES, ascii_quotes, clashes, sources, terms
 
 
+# Chinese sources whose prose is being rewritten as a whole: their clashes are known (the
+# rewrite removes them) and checked apart, so that the rest of the edition stays held to the
+# glossary meanwhile; once a source has none left, take it out of here
+PENDING_REWRITE: tuple[str, ...] = ()
+
+
+def settled(found: list[str]) -> list[str]:
+    """The clashes outside the sources pending their rewrite."""
+    return [line for line in found if not line.startswith(PENDING_REWRITE)]
+
+
 def term(english: str):
     return next(t for t in terms() if t.english == english)
 
@@ -38,6 +49,17 @@ def test_the_decided_terms_and_their_never_words():
     assert "评分器" in term("the grader").never and term("the grader").chinese == "评分程序"
     why = (ROOT / GLOSSARY).read_text()
     assert "d2l-zh" in why and "attention *pooling*" in why  # the reason is written down
+    assert term("chunking (AF2's, lesson 05: a few columns or slices at a time)").chinese.startswith("分块")
+    tiling = term("tiling, tiled attention (FlashAttention, lesson 09: the L × L scores in tiles inside one slice)")
+    assert tiling.chinese.startswith("逐块") and "分块注意力" in tiling.never
+    assert term("per head (each head its own)").chinese.startswith("各头独立")
+    assert "逐头" in term("elementwise / headwise gate; static scalar").chinese
+    assert term("paper-like / GPT-2-style build").chinese.startswith("类论文模型")
+    for english, never in [("the rank rule (every gated seed below every baseline seed)", "秩规则"),
+                           ("not shown (an effect the seeds do not show)", "未显示"),
+                           ("functional test (does the model depend on it)", "功能测试"),
+                           ("deep stack (of layers)", "深堆栈"), ("(notebook) cell", "单元格")]:
+        assert never in term(english).never, english
 
 
 def test_every_chinese_source_is_scanned():
@@ -51,8 +73,15 @@ def test_every_chinese_source_is_scanned():
 
 
 def test_no_chinese_text_uses_a_never_word():
-    found = clashes()
+    found = settled(clashes())
     assert found == [], "\n".join(found)
+
+
+def test_a_source_pending_its_rewrite_still_has_clashes():
+    """Taken out of PENDING_REWRITE as soon as its rewrite leaves no clash."""
+    found = clashes()
+    for source in PENDING_REWRITE:
+        assert any(line.startswith(source) for line in found), f"{source}: no clash left, unlist it"
 
 
 def test_chinese_prose_uses_full_width_quotation_marks():
@@ -77,7 +106,7 @@ def test_a_never_word_is_found_and_a_gloss_naming_something_else_is_not(scratch)
                       "# d2l 的注意力汇聚（attention pooling）是另一回事；注意力汇聚（attention sink）不是。\n")
     readme = scratch / "README.zh-CN.md"
     readme.write_text(readme.read_text() + '\n评分器说"完成"。\n')
-    found = clashes(scratch)
+    found = settled(clashes(scratch))
     words = [re.search(r": '([^']+)' for", line)[1] for line in found]
     assert sorted(words) == sorted(["汇聚", "结论", "降低约十倍", "汇聚", "评分器"]), found
     assert sum("(attention pooling)" in line for line in found) == 0
@@ -86,10 +115,47 @@ def test_a_never_word_is_found_and_a_gloss_naming_something_else_is_not(scratch)
     assert len(quotes) == 1 and quotes[0].startswith("README.zh-CN.md:"), quotes
 
 
+SCORE_NOUNS = ["直接对原始打分取 exp", "打分只依赖 i - j", "训练时打分要算两遍", "偏置 (2, 3, 4, 4) 对打分 (2, 3, 4, 4)",
+               "l = Σ exp(打分 − m)", "能与打分 (*, q, k) 广播", "一次拿到整行打分：", "每个打分的大小"]
+SCORE_VERBS = ["用查询给每个键打分：点积 q·k", "给每一对序列打分，每层", "q_h 对共享的 k 打分，在 L 个键上",
+               "让自己的 300 个残基两两打分", "只作动词：给每个键打分"]
+
+
+@pytest.mark.parametrize("text", SCORE_NOUNS)
+def test_score_as_a_noun_is_found_in_any_form(text):
+    (score,) = [p for p in term("score (noun), logit").patterns() if p.unless is not None]
+    assert score.search(text), text
+
+
+@pytest.mark.parametrize("text", SCORE_VERBS)
+def test_score_as_the_verb_after_its_object_is_allowed(text):
+    found = [p.search(text) for p in term("score (noun), logit").patterns()]
+    assert not any(found), (text, found)
+
+
+def test_the_sink_glossing_pooling_is_found_and_the_right_warning_is_not():
+    sink = term("attention sink")
+    wrong = "不要与 d2l 的注意力汇点（attention pooling）混淆"
+    right = "不要与 d2l 中的“注意力汇聚”（attention pooling，即对值的加权汇总）混淆"
+    assert any(p.search(wrong) for p in sink.patterns())
+    assert [line for line in clashes_of(right)] == []
+
+
+def clashes_of(text: str) -> list[str]:
+    """The clashes of one line of lesson prose (through the same rules, glosses included)."""
+    from course.glossary import _glossed_as_other
+
+    found = []
+    for row in terms():
+        for pattern in row.patterns():
+            found += [m[0] for m in pattern.finditer(text) if not _glossed_as_other(row, text, m.end())]
+    return found
+
+
 def test_a_never_word_in_a_catalog_entry_is_found(scratch):
     po = scratch / CATALOG
     text = po.read_text()
     assert text.count('msgstr "论断"') == 1
     po.write_text(text.replace('msgstr "论断"', 'msgstr "结论"'))
-    found = clashes(scratch)
+    found = settled(clashes(scratch))
     assert len(found) == 1 and "msgid 'claim'" in found[0] and "'结论'" in found[0], found

@@ -80,7 +80,7 @@ def test_the_checks_hints_written_as_plain_strings_are_in_the_catalog():
 
 def test_a_message_inside_an_f_string_is_extracted():
     assert in_f_strings('x = f"  {_(\'hint\')}: {hint}"\ny = _("plain")\n') == ["hint"]
-    assert "course/checks/messages.py" in {file for file, _ in extract().get("hint").locations}
+    assert "course/stub_text.py" in {file for file, _ in extract().get("hint").locations}
 
 
 def test_a_failing_check_speaks_chinese_and_keeps_its_id_and_words(chinese):
@@ -91,10 +91,10 @@ def test_a_failing_check_speaks_chinese_and_keeps_its_id_and_words(chinese):
         check_scaled_scores(lambda q, k: q @ k.transpose(-2, -1), quiet=True)
     lines = str(failure.value).splitlines()
     assert lines[0] == "FAIL 01.scaled_scores, case '原始笔记的例子 q=[1,0]，键 [1,0]、[0,1]':"
-    assert "  提示: 这些分数相当于完全没有缩放：应除以 sqrt(c) = sqrt(2)，其中 c = q.shape[-1]" \
+    assert "  提示：这些分数相当于完全没有缩放：应除以 sqrt(c) = sqrt(2)，其中 c = q.shape[-1]" \
            "（通道数，不是序列长度）" in lines
-    assert "  11 个用例中有 10 个失败：'原始笔记的例子 q=[1,0]，键 [1,0]、[0,1]', '3 个查询、5 个键，" \
-           "c=4：形状 (3, 5)', '缩放探针：q = k = ones(16)，打分 16/sqrt(16) = 4'，还有 7 个" \
+    assert "  11 个用例中有 10 个失败：'原始笔记的例子 q=[1,0]，键 [1,0]、[0,1]'、'3 个查询、5 个键，" \
+           "c=4：形状 (3, 5)'、'缩放探针：q = k = ones(16)，分数 16/sqrt(16) = 4'，还有 7 个" \
            in lines
     assert not any("{" in line for line in lines)
 
@@ -104,7 +104,7 @@ def test_make_check_wraps_chinese_at_80_columns(chinese):
     closing mark."""
     from course.progress import wrap
 
-    message = ("  提示: 这些分数相当于完全没有缩放：应除以 sqrt(c) = sqrt(2)，其中 c = q.shape[-1]"
+    message = ("  提示：这些分数相当于完全没有缩放：应除以 sqrt(c) = sqrt(2)，其中 c = q.shape[-1]"
                "（通道数，不是序列长度）" + "，还有很多很多很多个字" * 8)
     wrapped = wrap(message).splitlines()
     columns = [sum(2 if "\u4e00" <= ch <= "\u9fff" or "\uff00" <= ch <= "\uffef" else 1

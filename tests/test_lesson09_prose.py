@@ -32,10 +32,10 @@ ALWAYS_FASTER = [r"tiles? (?:are|is) always faster", r"(?:分块|逐块)总是�
 # what the cells print: tiled / naive (< 1: tiles faster), naive / tiles (> 1: tiles faster),
 # and the verdict lines they compute
 TILED_OVER_NAIVE = re.compile(r"tiled / naive(?: forward)?:? (?:forward )?x(\d+(?:\.\d+)?)")
-NAIVE_OVER_TILES = re.compile(r"(?:naive / best tiles|朴素 / 最好的分块)[^\n]*")
+NAIVE_OVER_TILES = re.compile(r"(?:naive / best tiles|朴素 / 最好的(?:分块|逐块实现))[^\n]*")
 RATIO = re.compile(r"x(\d+(?:\.\d+)?)")
-PRINTED_FASTER = re.compile(r"(?:tiles are faster than naive|分块比朴素注意力快|the best tiles are "
-                            r"faster than naive|最好的分块比朴素注意力快)")
+PRINTED_FASTER = re.compile(r"(?:tiles are faster than naive|(?:分块|逐块实现)比朴素注意力快|the best tiles "
+                            r"are faster than naive|最好的(?:分块|逐块实现)[^\n，]*比朴素注意力快)")
 
 
 def _texts(notebook: dict) -> tuple[str, str]:

@@ -1,4 +1,4 @@
-"""Setting up from nothing: scripts/system_packages.sh (chromium and bubblewrap for the tests),
+"""Setting up from nothing: scripts/system_packages.sh (chromium, bubblewrap and a CJK font for the tests),
 the Makefile's set-up of `make test`, and the CPU-only PyTorch option of scripts/setup_venv.sh.
 
 The apt-get runs here are fakes on a PATH of their own (the real ones would change this machine):
@@ -33,16 +33,20 @@ def write_exe(path: Path, text: str) -> None:
 
 
 class FakeMachine:
-    """A bin folder for the script's PATH, with fake id, sudo, apt-get and bwrap."""
+    """A bin folder for the script's PATH, with fake id, sudo, apt-get and bwrap, and a font file."""
 
     def __init__(self, root: Path, *, uid=0, chromium=False, bwrap=False, apt=True,
-                 sudo: str | None = None, install_fails=False, slurm=True):
+                 sudo: str | None = None, install_fails=False, slurm=True, font=True):
         self.bin = root / "bin"
         self.bin.mkdir()
         self.log = root / "calls.log"
         self.log.touch()
         self.chromium = root / "usr-bin" / "chromium"
         self.chromium.parent.mkdir()
+        self.font = root / "fonts" / "NotoSansCJK-Regular.ttc"
+        self.font.parent.mkdir()
+        if font:
+            self.font.touch()
         for tool in ("head", "chmod", "mkdir", "true"):  # what the script and the fakes use
             os.symlink(shutil.which(tool), self.bin / tool)
         write_exe(self.bin / "id", f'[ "$1" = -u ] && echo {uid}\n')
@@ -65,6 +69,7 @@ for a in "$@"; do
     bubblewrap) printf '%s\\n' '#!{BASH}' > {self.bin}/bwrap; chmod +x {self.bin}/bwrap ;;
     slurm-wlm) for t in slurmctld slurmd sbatch; do printf '%s\\n' '#!{BASH}' > {self.bin}/$t; chmod +x {self.bin}/$t; done ;;
     munge) printf '%s\\n' '#!{BASH}' > {self.bin}/munged; chmod +x {self.bin}/munged ;;
+    fonts-noto-cjk) : > {self.font} ;;
   esac
 done
 """)
@@ -81,7 +86,8 @@ chmod +x {root}/rootbin/id; PATH={root}/rootbin:$PATH exec "$@"
                       'exec "$@"\n')
 
     def run(self) -> tuple[subprocess.CompletedProcess, float]:
-        env = {"PATH": str(self.bin), "COURSE_CHROMIUM": str(self.chromium), "HOME": "/nonexistent"}
+        env = {"PATH": str(self.bin), "COURSE_CHROMIUM": str(self.chromium),
+               "COURSE_CJK_FONT": str(self.font), "HOME": "/nonexistent"}
         start = time.perf_counter()
         done = subprocess.run([BASH, str(SCRIPT)], env=env, capture_output=True, text=True,
                               stdin=subprocess.DEVNULL, timeout=30)
@@ -117,6 +123,23 @@ def test_as_root_both_missing_are_installed_in_one_apt_call(tmp_path):
     installs = [c for c in machine.calls() if " install " in c]
     assert len(installs) == 1 and installs[0].endswith("install -y -qq chromium bubblewrap")
     assert (machine.bin / "bwrap").exists() and machine.chromium.exists()
+
+
+def test_as_root_a_missing_cjk_font_is_installed(tmp_path):
+    machine = FakeMachine(tmp_path, bwrap=True, chromium=True, font=False)
+    done, _ = machine.run()
+    assert done.returncode == 0, done.stderr
+    installs = [c for c in machine.calls() if " install " in c]
+    assert len(installs) == 1 and installs[0].endswith("install -y -qq fonts-noto-cjk")
+    assert machine.font.exists() and "a CJK font" in done.stdout
+    assert machine.run()[0].stdout == ""
+
+
+def test_a_missing_font_is_named_with_the_fix(tmp_path):
+    machine = FakeMachine(tmp_path, uid=1000, bwrap=True, chromium=True, font=False)
+    done, _ = machine.run()
+    assert done.returncode == 1
+    assert "sudo apt-get install -y fonts-noto-cjk" in done.stderr and "Chinese figures" in done.stderr
 
 
 def test_as_root_a_missing_slurm_is_installed_with_the_rest(tmp_path):

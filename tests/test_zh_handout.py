@@ -43,8 +43,23 @@ def program(source: str) -> str:
             body[0].value.value = ""
         if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args \
                 and isinstance(node.exc.args[0], ast.Constant) and isinstance(node.exc.args[0].value, str):
-            node.exc.args[0].value = repr(parse_stub_message(node.exc.args[0].value) or node.exc.args[0].value)
+            stub = parse_stub_message(node.exc.args[0].value)  # NotImplementedError's, read back
+            node.exc.args[0].value = repr(stub) if stub else "an error's message"
+        elif isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args \
+                and isinstance(node.exc.args[0], ast.JoinedStr):  # its {expressions}, in any order
+            node.exc.args[0] = ast.Tuple([ast.Constant(e) for e in sorted(
+                ast.dump(v) for v in node.exc.args[0].values if isinstance(v, ast.FormattedValue))])
     return ast.dump(tree)
+
+
+def docstring_lines(source: str) -> list[tuple[str, int]]:
+    """Each docstring of a stub (the module's, each function's and class's) and its line count."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)):
+            text = ast.get_docstring(node, clean=False)
+            found.append((getattr(node, "name", "module"), text.count("\n") if text else 0))
+    return found
 
 
 def test_a_chinese_stub_is_the_english_program(stubs):
@@ -52,7 +67,14 @@ def test_a_chinese_stub_is_the_english_program(stubs):
     assert english.keys() == chinese.keys()
     for name in english:
         assert program(chinese[name]) == program(english[name]), name
-        assert english[name].count("\n") <= chinese[name].count("\n") + 5, name  # same shape
+        # same shape: no docstring much shorter in Chinese (a paragraph left out), nor the rest
+        # (Chinese is denser: a long docstring may take a line or two fewer)
+        for (where, en_lines), (_, zh_lines) in zip(docstring_lines(english[name]),
+                                                    docstring_lines(chinese[name]), strict=True):
+            assert en_lines <= zh_lines + 3, (name, where, en_lines, zh_lines)
+        en_rest = english[name].count("\n") - sum(n for _, n in docstring_lines(english[name]))
+        zh_rest = chinese[name].count("\n") - sum(n for _, n in docstring_lines(chinese[name]))
+        assert en_rest <= zh_rest + 5, name
 
 
 def test_what_a_chinese_stub_says_is_chinese(stubs):
@@ -68,6 +90,23 @@ def test_what_a_chinese_stub_says_is_chinese(stubs):
         assert "# Hint:" not in text and ("# 提示：" in text) == ("# Hint:" in english[name]), name
         for message in re.findall(r'NotImplementedError\("([^"]*)"\)', text):
             assert HAN.search(message) and parse_stub_message(message), message
+
+
+def test_the_errors_a_chinese_stub_raises_are_chinese(stubs):
+    """The 8 errors the stubs' given code raises (a wrong gate, arch or init, a lesson-02 mask the
+    helper cannot read, a block of 0...), in Chinese, their {expressions} unchanged."""
+    english, chinese = stubs
+    found = []
+    for name in english:
+        en = [p for p in pieces(english[name]) if p.kind == "error"]
+        zh = [p for p in pieces(chinese[name]) if p.kind == "error"]
+        assert len(en) == len(zh), name
+        for a, b in zip(en, zh):
+            assert HAN.search(b.message), (name, a.message)
+            assert sorted(re.findall(r"\{[^{}]*\}", a.message)) == sorted(re.findall(r"\{[^{}]*\}", b.message))
+            found.append(b.message)
+        compile(chinese[name], name, "exec")
+    assert len(found) == 8, found
 
 
 def test_the_checks_read_a_stub_in_either_language():
@@ -161,3 +200,58 @@ def test_a_class_graded_from_the_chinese_handout_gets_the_english_gradebook(tmp_
     assert rows["none-en"]["total"] == "0"
     assert 0 < float(rows["half-en"]["total"]) < float(rows["done-en"]["total"])
     assert rows["bug-en"]["00.batched_dot"] == "0" and rows["bug-en"]["01.stable_softmax"] == "1"
+
+
+def quick_start(readme: Path) -> list[str]:
+    """The commands of a README's quick start (its first ```bash block), comments left out."""
+    block = re.search(r"```bash\n(.*?)```", readme.read_text(), re.S)[1]
+    return [line.split("  #")[0].strip() for line in block.splitlines() if line.strip()]
+
+
+def progress(folder: Path, *args: str) -> str:
+    """What `make check LANG=zh` prints in `folder` (the command it runs, in this Python)."""
+    done = subprocess.run([sys.executable, "-m", "course.progress", *args], cwd=folder,
+                          env={**os.environ, "PYTHONPATH": str(folder), "COURSE_LANG": "zh_CN",
+                               "LANG": "C.UTF-8"},
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return done.stdout
+
+
+def test_the_chinese_readme_quick_start_leads_to_a_first_pass_in_chinese(tmp_path):
+    """README.zh-CN.md's quick start, followed: clone, `make handout OUT=... LANG=zh`, go there,
+    `make lab LANG=zh` (the Chinese lesson 00) and `make check LANG=zh`; the exercise files say
+    what they want in Chinese, and lesson 00's warm-up, once written, is the first PASS, reported
+    in Chinese."""
+    commands = quick_start(ROOT / "README.zh-CN.md")
+    assert commands[0].startswith("git clone ") and commands[0].endswith("&& cd attention-course")
+    handout = re.fullmatch(r"make handout OUT=(\S+) LANG=zh", commands[1])
+    assert handout, commands
+    assert commands[2] == f"cd {handout[1]}" and commands[3:] == ["make lab LANG=zh", "make check LANG=zh"]
+
+    clone = tmp_path / "attention-course"
+    clone.mkdir()
+    out = (clone / handout[1]).resolve()  # beside the clone, as the README has it
+    done = subprocess.run(["make", "--no-print-directory", "handout", f"OUT={out}", "LANG=zh"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    warmup = out / "exercises" / "warmup.py"
+    assert HAN.search(warmup.read_text()) and 'NotImplementedError("第 00 课：' in warmup.read_text()
+    assert not (out / "solutions").exists()
+
+    def dry(*args: str) -> str:
+        made = subprocess.run(["make", "-n", "--no-print-directory", *args], cwd=out,
+                              capture_output=True, text=True, timeout=60)
+        assert made.returncode == 0, made.stderr
+        return made.stdout.strip().splitlines()[-1]
+    assert dry("lab", "LANG=zh").endswith("notebooks/zh/00_start_here.ipynb")
+    assert "COURSE_LANG=zh_CN" in dry("lab", "LANG=zh")
+    assert re.search(r"COURSE_LANG=zh_CN \.venv/bin/python -m course\.progress( --warm)?$", dry("check", "LANG=zh"))
+
+    before = progress(out, "--only", "00.batched_dot")
+    assert "TODO" in before and "00.batched_dot" in before and HAN.search(before), before
+    solved = generate(partly_solved(tmp_path / "work", {"00"}), lang="zh")["warmup.py"]
+    warmup.write_text(solved)  # the student writes the warm-up
+    after = progress(out, "--only", "00.batched_dot")
+    assert re.search(r"^PASS +00\.batched_dot", after, re.M), after
+    assert re.search(r"个练习中 1 个通过", after), after

@@ -1,9 +1,11 @@
 """The Chinese edition (notebooks/src/zh/, notebooks/zh/): in step with the English one.
 
 Strict nbval of the Chinese notebooks runs in tests/test_notebooks.py with the English ones. Here:
-the drift check (course/drift.py) passes, code cells are the English code (comments excepted),
-the committed notebooks are built from their sources, and the drift check really names a
-changed English cell and a changed message (in a scratch copy).
+the drift check (course/drift.py) passes; a Chinese source holds prose only and its notebook's
+code cells are the English ones (course/zh_source.py), comments translated by the catalog; every
+code span of the Chinese prose is one of the English lesson's; the committed notebooks are built
+from their sources; the drift check really names a changed English cell and a changed message
+(in a scratch copy); the converter turns a source of the old format into prose only.
 """
 from __future__ import annotations
 
@@ -19,10 +21,12 @@ import pytest
 from course import ROOT
 from course.build import read_source, sources, target_of
 from course.drift import main as drift_main
-from course.drift import (PENDING, READMES, Pair, cell_hash, code_without_comments,
+from course.drift import (OLD_FORMAT, PENDING, READMES, Pair, cell_hash, code_without_comments,
                           notebook_problems, old_english, old_section, pair_problems, pairs,
                           readme_problems, sections, skeleton)
 from course.playground import NOTEBOOKS as PLAYGROUND, render
+from course.zh_numbers import zh_only
+from course.zh_source import compose, convert, is_prose_only
 
 ZH_SOURCES = sources(lang="zh")
 
@@ -32,18 +36,80 @@ def test_every_english_lesson_has_its_chinese_source_in_step():
     assert found == [], "out of date (see `python -m course.drift --old`):\n" + "\n".join(found)
 
 
-def test_code_cells_are_the_english_code():
-    """The same code, strings and tags in both editions; only comments are translated."""
+def test_chinese_sources_hold_prose_only():
+    """A Chinese source is its markdown cells; only lessons listed in OLD_FORMAT may still hold
+    code of their own (the converter's next job)."""
     found, _missing = pairs()
     assert len(found) == len(ZH_SOURCES) + 1  # the lessons and the playground
+    old = {pair.chinese.name[:2] for pair in found if not is_prose_only(pair.chinese)}
+    assert old == OLD_FORMAT, "convert with `python -m course.zh_source --convert NN`"
+
+
+def test_code_cells_are_the_english_code():
+    """The same code, strings and tags in both editions, by construction: a Chinese notebook's
+    code cells are the English cells, their comments translated (the rest token for token)."""
+    found, _missing = pairs()
     for pair in found:
-        english, chinese = jupytext.read(pair.english).cells, jupytext.read(pair.chinese).cells
+        english = jupytext.read(pair.english).cells
+        chinese = (compose(pair.chinese) if is_prose_only(pair.chinese) else jupytext.read(pair.chinese)).cells
         assert [c.cell_type for c in english] == [c.cell_type for c in chinese], pair.chinese.name
         for index, (en, zh) in enumerate(zip(english, chinese)):
             if en.cell_type == "code":
                 where = f"{pair.chinese.name} cell {index}"
                 assert code_without_comments(zh.source) == code_without_comments(en.source), where
                 assert sorted(zh.metadata.get("tags", [])) == sorted(en.metadata.get("tags", [])), where
+                if is_prose_only(pair.chinese):
+                    assert zh.metadata == en.metadata, where
+
+
+def test_the_comments_of_a_chinese_notebook_are_the_catalogs():
+    """Lesson 03's code comments come from the catalog, in Chinese; its code is the English code
+    to the byte once the comments are taken out."""
+    english = ROOT / "notebooks" / "src" / "03_multi_head.py"
+    cells = compose(ROOT / "notebooks" / "src" / "zh" / english.name).cells
+    code = [c.source for c in cells if c.cell_type == "code"]
+    assert any("# 还没写：在这里构造同样的掩码" in source for source in code)
+    assert not any("not written yet" in source for source in code)
+    for en, zh in zip([c.source for c in jupytext.read(english).cells if c.cell_type == "code"], code):
+        strip = lambda text: [line.split("#")[0].rstrip() for line in text.splitlines()  # noqa: E731
+                              if line.split("#")[0].strip()]
+        assert strip(zh) == strip(en)
+
+
+# a code span: a run of backticks, the text, the same run (Markdown's rule, no backtick inside)
+CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)((?:(?!\1).)+?)(?<!`)\1(?!`)", re.S)
+FENCED = re.compile(r"^[ \t]*(```|~~~).*?^[ \t]*\1[^\n]*$", re.S | re.M)
+
+
+def code_spans(markdown: str) -> list[str]:
+    """The inline code spans of a markdown text, as Markdown renders them (a line break inside a
+    span is a space; fenced code is no inline code)."""
+    return [re.sub(r"\s*\n\s*", " ", m.group(0)) for m in CODE_SPAN.finditer(FENCED.sub("", markdown))]
+
+
+def test_every_code_span_of_chinese_prose_is_one_of_the_english_lesson():
+    """Code is code in both languages: a code span in a Chinese markdown cell is, byte for byte, a
+    code span of its English lesson (a learner copies it). Text written for Chinese readers only
+    (`<!-- zh-only -->`) has no English to match and is left out."""
+    found, _missing = pairs()
+    wrong = []
+    for pair in found:
+        english = {span for cell in jupytext.read(pair.english).cells if cell.cell_type == "markdown"
+                   for span in code_spans(cell.source)}
+        for index, cell in enumerate(jupytext.read(pair.chinese).cells):
+            if cell.cell_type != "markdown":
+                continue
+            text = cell.source
+            for _files, passage in zh_only(text):
+                text = text.replace(passage, "")
+            wrong += [f"{pair.chinese.name} cell {index}: {span}" for span in code_spans(text)
+                      if span not in english]
+    assert wrong == [], "code spans not in the English lesson:\n" + "\n".join(wrong)
+
+
+def test_code_spans_are_read_as_markdown_reads_them():
+    text = ("写 `arch=\"paper\"`，或 ``a `b` c``，`跨\n行` 也算。\n```python\n`not a span`\n```\n")
+    assert code_spans(text) == ['`arch="paper"`', "``a `b` c``", "`跨 行`"]
 
 
 def test_markdown_cells_are_translated():
@@ -153,7 +219,8 @@ def test_the_drift_check_names_a_changed_english_cell_and_a_changed_message(tmp_
 
     done = run_drift(root, capsys)
     assert done.returncode == 1, done.stdout + done.stderr
-    cell = next(i for i, c in enumerate(jupytext.read(lesson).cells) if "very smallest" in c.source)
+    prose = [c for c in jupytext.read(lesson).cells if c.cell_type == "markdown"]
+    cell = next(i for i, c in enumerate(prose) if "very smallest" in c.source)  # among the prose
     assert f"notebooks/src/zh/01_qkv_by_hand.py cell {cell} is stale" in done.stdout
     assert "English cell" in done.stdout and "The very smallest example" in done.stdout
     assert "message not in the catalog yet (course/env_report.py): 'not installed here'" in done.stdout
@@ -161,7 +228,7 @@ def test_the_drift_check_names_a_changed_english_cell_and_a_changed_message(tmp_
     assert len(done.stdout.strip().splitlines()) == 4, done.stdout  # the three, and the count
 
 
-def test_the_drift_check_names_a_cell_without_translation_and_code_that_differs(tmp_path):
+def test_the_drift_check_names_a_cell_without_translation_and_code_in_a_chinese_source(tmp_path):
     root = scratch_course(tmp_path)
     lesson = root / "notebooks" / "src" / "02_single_head.py"
     text = lesson.read_text()
@@ -169,11 +236,79 @@ def test_the_drift_check_names_a_cell_without_translation_and_code_that_differs(
                         "# %% [markdown]\n# A new English cell.\n\n# %% [markdown]\n# ## Shapes first", 1)
     lesson.write_text(text)
     chinese = root / "notebooks" / "src" / "zh" / "03_multi_head.py"
-    chinese.write_text(chinese.read_text().replace("L, N_head, c = 4, 2, 3", "L, N_head, c = 4, 2, 5", 1))
+    chinese.write_text(chinese.read_text() + '\n# %% en="0123456789ab"\nL, N_head, c = 4, 2, 5\n')
     found = notebook_problems(root)
     assert any("02_single_head.py cell 2 (markdown 'A new English cell.') has no translation" in line
                for line in found), found
-    assert any("zh/03_multi_head.py cell" in line and "code or tags differ" in line for line in found), found
+    assert any("zh/03_multi_head.py holds code cells" in line and "--convert 03" in line
+               for line in found), found
+
+
+# lesson 10 as it was first written in Chinese, in the old format (code cells of its own)
+OLD_SOURCE = "6994c88"
+
+
+def old_lesson10(folder, monkeypatch=None):
+    """Lesson 10's English source and its old-format Chinese source, as they stood at OLD_SOURCE,
+    written into `folder`/notebooks/src (and OLD_FORMAT naming lesson 10, when given monkeypatch)."""
+    texts = []
+    for path in ("notebooks/src/10_route_two.py", "notebooks/src/zh/10_route_two.py"):
+        done = subprocess.run(["git", "show", f"{OLD_SOURCE}:{path}"], cwd=ROOT, capture_output=True,
+                              text=True)
+        if done.returncode != 0:
+            pytest.skip("the old source is not in this checkout's history")
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_text(done.stdout)
+        texts.append(done.stdout)
+    if monkeypatch is not None:
+        monkeypatch.setattr("course.drift.OLD_FORMAT", {"10"})
+    return [folder / "notebooks/src/10_route_two.py", folder / "notebooks/src/zh/10_route_two.py"]
+
+
+def test_a_lesson_still_in_the_old_format_has_its_code_compared(tmp_path, monkeypatch):
+    """A lesson listed in OLD_FORMAT keeps its own code cells until converted: a changed line is
+    named (lesson 10's first Chinese source, from git)."""
+    root = scratch_course(tmp_path)
+    _, chinese = old_lesson10(root, monkeypatch)
+    text = chinese.read_text()
+    assert text.count("import course_setup") == 1
+    assert notebook_problems(root) == []
+    chinese.write_text(text.replace("import course_setup", "import course_setup, os", 1))
+    found = notebook_problems(root)
+    assert len(found) == 1 and "code or tags differ" in found[0], found
+
+
+def test_the_converter_turns_an_old_source_into_prose_and_its_comments_into_the_catalog(tmp_path):
+    """Lesson 03 as it was written before (code cells with Chinese comments, from git), converted:
+    the prose cells alone, and every comment's translation the catalog holds now."""
+    old = subprocess.run(["git", "show", "ba369b9:notebooks/src/zh/03_multi_head.py"], cwd=ROOT,
+                         capture_output=True, text=True)
+    if old.returncode != 0:
+        pytest.skip("the old source is not in this checkout's history")
+    source = tmp_path / "zh" / "03_multi_head.py"
+    source.parent.mkdir()
+    source.write_text(old.stdout)
+    english = tmp_path / "03_multi_head.py"  # the English source of the same commit
+    english.write_text(subprocess.run(["git", "show", "ba369b9:notebooks/src/03_multi_head.py"],
+                                      cwd=ROOT, capture_output=True, text=True, check=True).stdout)
+    done = convert(source, english)
+    assert done.unmatched == []
+    cells = jupytext.reads(done.source, fmt="py:percent").cells
+    assert [c.source for c in cells] == [c.source for c in jupytext.reads(old.stdout, fmt="py:percent").cells
+                                         if c.cell_type == "markdown"]
+    assert all(c.cell_type == "markdown" and c.metadata["en"] for c in cells)
+    from course.i18n import translations
+
+    catalog = translations("zh_CN")
+    assert len(done.translations) == 17
+    assert all(catalog.gettext(en) == zh for en, zh in done.translations.items())
+
+
+def test_the_converter_refuses_a_source_whose_code_differs(tmp_path):
+    english, chinese = old_lesson10(tmp_path)
+    chinese.write_text(chinese.read_text().replace("import course_setup", "import course_setup, os", 1))
+    with pytest.raises(ValueError, match="its code differs"):
+        convert(chinese, english)
 
 
 def test_the_readmes_are_in_step_section_by_section():
@@ -249,6 +384,7 @@ def test_a_skeleton_is_in_step_and_keeps_the_english_prose(tmp_path):
     chinese.write_text(skeleton(english))
     assert pair_problems(Pair(english, chinese), root) == []
     assert jupytext.read(chinese).cells[0].source == jupytext.read(english).cells[0].source
+    assert is_prose_only(chinese)
 
 
 def test_the_old_english_of_a_cell_is_found_in_the_history():

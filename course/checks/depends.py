@@ -22,7 +22,7 @@ from course.checks import lines, messages
 from course.checks.failures import Blocked, CheckFailed, NotImplementedYet
 from course.checks.running import namespaces_of, run_all
 from course.confirm.standins import name_of
-from course.i18n import _
+from course.i18n import _, listed
 from course.stub_message import parse_stub_message, stub_left
 
 ISOLATE = "COURSE_ISOLATE"
@@ -193,7 +193,7 @@ def _leads(check, blockers: list[Status], session) -> list[str]:
         out.append(_lead(check, blocker, session))
         others = [b.check.id for b in blockers if b.roots == blocker.roots and b is not blocker]
         if others:
-            out.append(_("(also blocked by the same: {ids})").format(ids=", ".join(others)))
+            out.append(_("(also blocked by the same: {ids})").format(ids=listed(others)))
     return out
 
 
@@ -247,7 +247,7 @@ def _alone(check, impl, replaced, session,
     outcomes = run_all(check, impl, session.reference, replace=targets)
     used = sorted({name_of(t) for o in outcomes for t in o.replaced}) or \
         sorted({name_of(t) for t in targets})
-    names = ", ".join(used)
+    names = listed(used)
     if not any(o.failed for o in outcomes):
         return "pass", None, _("On its own, your {exercise} is right: with the reference {names} "
                                "in place of yours, all {n} cases pass.").format(
@@ -283,7 +283,7 @@ def _fails_where_answered(outcomes) -> bool:
 
 
 def _untried_shared(check, replaced) -> str:
-    names = ", ".join(u.id for u in replaced)
+    names = listed(u.id for u in replaced)
     return _("It could not be tried on its own: what {ids} checks sits in code no stand-in can "
              "replace (a constructor, or forward itself), and this exercise runs that code "
              "too.").format(ids=names)

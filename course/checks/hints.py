@@ -38,7 +38,7 @@ import torch
 from course.checks import evidence
 from course.checks.outputs import difference, largest_gap, missing
 from course.confirm.standins import name_of, same
-from course.i18n import N_, _
+from course.i18n import N_, _, listed
 
 INPLACE_HINT = N_("compute into a new tensor (`x = x - m`, `x.masked_fill(...)`), not in place "
                   "(`x -= m`, `x[...] = 0`, `x.sub_(m)`, `unsqueeze_`): the caller's tensors must "
@@ -446,9 +446,9 @@ def _gradient(outcome) -> str | None:
            and not torch.isnan(expected[k]).any()]
     partly = [k for k in nan if not torch.isnan(got[k]).all()]
     if partly and not absent:  # NaN in some entries only: made by the forward pass
-        return _(NAN_GRADIENT).format(name=", ".join(k.removeprefix("grad ") for k in partly))
+        return _(NAN_GRADIENT).format(name=listed(k.removeprefix("grad ") for k in partly))
     cut = absent or [k for k in nan if k not in partly]
-    names = ", ".join(k.removeprefix("grad ") for k in (cut or wrong))
+    names = listed(k.removeprefix("grad ") for k in (cut or wrong))
     return _(CUT_GRADIENT_HINT if cut else WRONG_GRADIENT_HINT).format(name=names)
 
 
@@ -554,7 +554,7 @@ def _first_divergence(check, outcome) -> str | None:
             agreed.append(name_of(reference["target"]))
             continue
         agree = _("; its calls before that ({names}) agree with the reference's, so the bug lies "
-                  "between them").format(names=", ".join(dict.fromkeys(agreed))) if agreed else ""
+                  "between them").format(names=listed(dict.fromkeys(agreed))) if agreed else ""
         return _(DIVERGES).format(exercise=check.attribute, callee=name_of(reference["target"]),
                                   arguments=differing, agree=agree)
     return None
@@ -564,7 +564,7 @@ def _differing(reference: dict, mine: dict) -> str:
     """Which arguments of one call differ, with by how much ('' when they agree)."""
     names = evidence.differing(reference, mine)
     if names == ["*"]:
-        return _("other arguments ({names})").format(names=", ".join(mine["args"]))
+        return _("other arguments ({names})").format(names=listed(mine["args"]))
     parts = []
     for name in names:
         want, have = reference["args"][name], mine["args"][name]

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from course.checks import hints, lines
 from course.checks.failures import CheckFailed, NotImplementedYet
+from course.checks.where import NOTEBOOK_CELL
 from course.checks.problem_text import localised
-from course.i18n import _
+from course.i18n import _, listed
 
 SHOWN_NAMES = 3
 
@@ -23,7 +24,7 @@ def fail(check, outcomes: list, tally: bool = True) -> CheckFailed:
     shown, hint, notes = hints.choose(check, outcomes)
     text = [lines.fail_header(check.id, shown.case.name), f"  {localised(shown.problem)}"]
     text += where_lines(shown)
-    text.append(f"  {_('hint')}: {hint}")
+    text.append("  " + _("hint: {hint}").format(hint=hint))
     text += [f"  {note}" for note in notes]
     text += count(outcomes) if tally else []
     return CheckFailed("\n".join(text), errors(outcomes))
@@ -34,8 +35,9 @@ def where_lines(outcome) -> list[str]:
     the student's frames (the last one raised)."""
     found = []
     for where in outcome.where:
+        file = _(where.file) if where.file == NOTEBOOK_CELL else where.file
         found += [_("  at {file}, line {line}, in {function}:").format(
-                      file=where.file, line=where.line, function=where.function),
+                      file=file, line=where.line, function=where.function),
                   f"      {where.source}"]
     return found
 
@@ -45,7 +47,7 @@ def count(outcomes: list) -> list[str]:
     failing = [lines.case_name(o.case.name) for o in outcomes if o.failed]
     if len(outcomes) < 2 or len(failing) < 2:
         return []
-    names = ", ".join(f"'{n}'" for n in failing[:SHOWN_NAMES])
+    names = listed(f"'{n}'" for n in failing[:SHOWN_NAMES])
     more = "" if len(failing) <= SHOWN_NAMES else _(" and {n} more").format(
         n=len(failing) - SHOWN_NAMES)
     return [_("  {failing} of {total} cases fail: {names}{more}").format(

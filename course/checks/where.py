@@ -13,15 +13,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from course import ROOT
+from course.i18n import N_
 
 COURSE = (ROOT / "course").resolve()
+NOTEBOOK_CELL = N_("your notebook cell")  # where code typed in a cell raised (translated where shown)
 _LIBRARIES = {str(Path(p).resolve()) for p in
               {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}}
 
 
 @dataclass(frozen=True)
 class Where:
-    file: str      # as the student knows it: exercises/softmax.py, or the notebook cell
+    file: str      # as the student knows it: exercises/softmax.py, or NOTEBOOK_CELL
     line: int
     function: str
     source: str
@@ -43,7 +45,7 @@ def _shown(filename: str) -> str:
         return path.resolve().relative_to(ROOT.resolve()).as_posix()
     except ValueError:
         if "ipykernel" in filename or filename.startswith("<ipython-input"):
-            return "your notebook cell"
+            return NOTEBOOK_CELL
         return path.name
 
 

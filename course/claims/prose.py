@@ -299,7 +299,11 @@ def notebook_outputs(path: Path) -> list[str]:
 
 @lru_cache(maxsize=None)
 def _read(path: Path, mtime: float, lang: str, number: str, root: Path) -> Lesson:
-    notebook = jupytext.read(path)
+    from course.zh_source import compose, is_prose_only
+
+    # a Chinese source of prose only is read as its notebook: the English cells with the Chinese
+    # prose in place, so that a Chinese cell has its English cell's number
+    notebook = compose(path) if lang == "zh" and is_prose_only(path) else jupytext.read(path)
     cells, found, code, hashes = {}, [], [], {}
     for index, cell in enumerate(notebook.cells):
         if cell.cell_type == "markdown":
@@ -319,4 +323,7 @@ def read_lesson(number: str, lang: str = "en", root: Path = ROOT) -> Lesson | No
         return None
     built = root / "notebooks" / ("zh" if lang == "zh" else "") / path.with_suffix(".ipynb").name
     stamp = path.stat().st_mtime + (built.stat().st_mtime if built.exists() else 0)
+    english = source_path(number, "en", root)
+    if lang == "zh" and english is not None:  # its code is the English source's
+        stamp += english.stat().st_mtime
     return _read(path, stamp, lang, number, root)

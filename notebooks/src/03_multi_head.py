@@ -147,8 +147,8 @@ print(flags)
 print(_("and back, equal:"), torch.equal(flags_to_key_mask(flags), lesson02_mask))
 try:
     key_mask_to_flags(torch.ones(5, 5, dtype=torch.bool).tril())
-except ValueError as error:
-    print(_("causal mask:"), error)
+except ValueError as error:  # the error as the learner's stub words it (the catalog has it)
+    print(_("causal mask:"), _(str(error)))
 
 # %% tags=["check"]
 from course.checks.lesson03 import check_multi_head_attention
@@ -171,7 +171,7 @@ print("linear_q(x)         ", tuple(q.shape), "   (B, L, N_head*c)")
 q, k, v = (split_heads(layer(x), mha.N_head) for layer in (mha.linear_q, mha.linear_k, mha.linear_v))
 print("split_heads         ", tuple(q.shape), "(B, N_head, L, c)")
 scores = q @ k.transpose(-2, -1) / math.sqrt(mha.c)
-print(_("scores              "), tuple(scores.shape), "(B, N_head, L, L): one matrix per head")
+print(_("scores              "), tuple(scores.shape), _("(B, N_head, L, L): one matrix per head"))
 heads_out = torch.softmax(scores, dim=-1) @ v
 print(_("weights @ v         "), tuple(heads_out.shape), "(B, N_head, L, c)")
 merged = merge_heads(heads_out)

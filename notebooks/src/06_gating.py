@@ -114,7 +114,7 @@ from course.widgets.lesson06 import gate_demo
 
 toy = gate_demo([1.0, 1.0, 1.0, 1.0])
 print(_("attention weights: each row sums to"), toy["weights"].sum(dim=-1))
-print(_("gate:"), toy["gate"], " sums to", round(toy["gate"].sum().item(), 3))
+print(_("gate:"), toy["gate"], _("sums to"), round(toy["gate"].sum().item(), 3))
 other = gate_demo([-8.0, 0.0, 3.0, 1.0])
 print(_("other gate logits, same attention weights:"), torch.equal(toy["weights"], other["weights"]))
 

@@ -36,6 +36,7 @@ import matplotlib.pyplot as plt
 import torch
 from torch import nn
 
+from course.columns import pad
 from course.i18n import _  # figure titles and labels in the notebook's language
 from exercises.attention import causal_mask, scaled_dot_product_attention
 from exercises.mha import MultiHeadAttention, merge_heads, split_heads
@@ -63,8 +64,8 @@ def below(value: float, limit: float = 1e-12) -> str:
 # %%
 from course.transformer_demos import operation_counts
 
-print(f"{'L':>6} {'RNN steps':>10} {'RNN mult-adds':>14} {'attn steps':>11} "
-      f"{'attn mult-adds':>15} {'score entries':>14}")
+headers = [_("L"), _("RNN steps"), _("RNN mult-adds"), _("attn steps"), _("attn mult-adds"), _("score entries")]
+print(" ".join(pad(header, width, ">") for header, width in zip(headers, (6, 10, 14, 11, 15, 14))))
 for L in (16, 64, 256, 1024, 4096):
     counts = operation_counts(L, d=64)
     print(f"{L:>6} {counts['rnn sequential steps']:>10,} {counts['rnn multiply-adds']:>14,} "
@@ -97,8 +98,9 @@ seconds = rnn_vs_attention(attention_module, lengths, d=64,
                            progress=lambda ls: tqdm(ls, desc="timing RNN vs attention"))
 torch.set_num_threads(threads)
 for L, rnn_s, attention_s in zip(lengths, seconds["rnn"], seconds["attention"]):
-    print(f"L = {L:>5}: RNN loop {rnn_s * 1e3:8.2f} ms   attention {attention_s * 1e3:8.2f} ms   "
-          f"RNN / attention = {rnn_s / attention_s:6.2f}")
+    print(_("L = {L:>5}: RNN loop {rnn:8.2f} ms   attention {attention:8.2f} ms   "
+            "RNN / attention = {ratio:6.2f}").format(L=L, rnn=rnn_s * 1e3, attention=attention_s * 1e3,
+                                                     ratio=rnn_s / attention_s))
 for line in timing_verdict(lengths, seconds["rnn"], seconds["attention"]):
     print(line)
 
@@ -236,7 +238,8 @@ pe_fast = sinusoidal_encoding(64, 8, base=10.0)
 R_early, residual_early = offset_map(pe_fast[:31], k)
 R_late, residual_late = offset_map(pe_fast[30:61], k)
 print(_("base 10, d_model 8: least-squares fit on positions 0-30 and on 30-60"))
-print(_("  residual of each fit:"), below(residual_early, 1e-10), "and", below(residual_late, 1e-10))
+print(_("  residual of each fit: {early} and {late}").format(early=below(residual_early, 1e-10),
+                                                              late=below(residual_late, 1e-10)))
 print(_("  the two fitted matrices differ by"), below((R_early - R_late).abs().max().item(), 1e-10))
 print(_("  fitted against the predicted block rotation:"),
       below((R_early - predicted_offset_map(8, k, base=10.0)).abs().max().item(), 1e-10))
@@ -322,11 +325,11 @@ def added_pe_score(i, j):
     return ((q_vec + pe_table[i]) * (k_vec + pe_table[j])).sum().item()
 
 
-for name, score in [("RoPE", rope_score), ("added PE", added_pe_score)]:
+for name, score in [("RoPE", rope_score), (_("added PE"), added_pe_score)]:
     largest = max(abs(score(i + s, j + s) - score(i, j))
                   for i, j in [(5, 2), (2, 5), (9, 9), (30, 1)] for s in (1, 17, 150))
-    print(f"{name:>8}: score({5}, {2}) = {score(5, 2):+.4f}; largest change when both positions "
-          f"shift: {below(largest, 1e-10)}")
+    print(pad(name, 8, ">") + _(": score(5, 2) = {score:+.4f}; largest change when both positions shift: "
+                                "{change}").format(score=score(5, 2), change=below(largest, 1e-10)))
 
 # %% [markdown]
 # ### Widget: how similar do two positions look?
@@ -409,7 +412,8 @@ with torch.no_grad():
 from course.transformer_demos import VARIANTS, deep_stack
 
 stacks = {variant: deep_stack(variant, depth=32) for variant in VARIANTS}
-print(f"{'wiring':<20} {'rms after 32 layers':>20} {'gradient at layer 1':>20} {'at layer 32':>12}")
+print(pad(_("wiring"), 20), pad(_("rms after 32 layers"), 20, ">"), pad(_("gradient at layer 1"), 20, ">"),
+      pad(_("at layer 32"), 12, ">"))
 for variant, result in stacks.items():
     print(f"{variant:<20} {result['activation rms'][-1]:>20.3g} {result['gradient norm'][0]:>20.3g} "
           f"{result['gradient norm'][-1]:>12.3g}")
@@ -547,10 +551,10 @@ print(_("change of each position's output when only the last token changes:"))
 print("  ", [below(value) for value in moved.tolist()])
 for name, parameter in block.named_parameters():
     print(f"  {name:<22} {tuple(parameter.shape)}")
-print(f"total: {sum(p.numel() for p in block.parameters()):,} parameters "
-      f"(attention {sum(p.numel() for p in block.attn.parameters()):,}, "
-      f"FFN {sum(p.numel() for p in block.ffn.parameters()):,}, "
-      f"norms {block.norm_attn.weight.numel() + block.norm_ffn.weight.numel()})")
+print(_("total: {total:,} parameters (attention {attention:,}, FFN {ffn:,}, norms {norms})").format(
+    total=sum(p.numel() for p in block.parameters()), attention=sum(p.numel() for p in block.attn.parameters()),
+    ffn=sum(p.numel() for p in block.ffn.parameters()),
+    norms=block.norm_attn.weight.numel() + block.norm_ffn.weight.numel()))
 
 # %% [markdown]
 # The block as a graph (torchview), small enough to read: d_model = 16, 2 heads, d_ff = 32, one
@@ -650,10 +654,11 @@ loss = (table(batch) * upstream).sum()  # any loss: d loss / d (looked-up vector
 loss.backward()
 used = sorted(set(batch.flatten().tolist()))
 with_gradient = table.weight.grad.abs().sum(dim=-1).nonzero().flatten().tolist()
-print(f"vocabulary: {''.join(sorted(vocabulary, key=vocabulary.get))} ({len(vocabulary)} rows); "
-      f"tokens in the batch: {''.join(id_to_char[i] for i in used)}")
-print(_("rows with a non-zero gradient:"), "".join(id_to_char[i] for i in with_gradient),
-      f"({len(with_gradient)} of {len(vocabulary)}); 好 was not in the batch")
+print(_("vocabulary: {characters} ({rows} rows); tokens in the batch: {used}").format(
+    characters="".join(sorted(vocabulary, key=vocabulary.get)), rows=len(vocabulary),
+    used="".join(id_to_char[i] for i in used)))
+print(_("rows with a non-zero gradient: {characters} ({n} of {rows}); 好 was not in the batch").format(
+    characters="".join(id_to_char[i] for i in with_gradient), n=len(with_gradient), rows=len(vocabulary)))
 both_uses = upstream[1, 1] + upstream[1, 2]  # 天 sits at positions 1 and 2 of sentence 2
 print(_("天 is used twice; its gradient equals the sum of both uses:"),
       torch.allclose(table.weight.grad[vocabulary["天"]], both_uses))

@@ -33,7 +33,7 @@ import course_setup  # noqa: F401  (puts the course on the path, turns on autore
 import torch
 
 from course.columns import pad
-from course.i18n import _
+from course.i18n import _, listed
 
 # %% [markdown]
 # ## What an attention sink is, and why it matters
@@ -398,7 +398,8 @@ print(repr(text.decode(text.sample(1, torch.Generator().manual_seed(3))[0])))
 # %%
 for arch, recipe in lm.RECIPES.items():
     print(_("{arch} recipe: {recipe}, d_ff {d_ff}").format(arch=arch, recipe=recipe, d_ff=lm.D_FF[arch]))
-print(_("the strong-sink set-up: {factors}").format(factors=", ".join(lm.SETUPS["sink"])))
+print(_("the strong-sink set-up: {factors}").format(
+    factors=listed(analysis.printed_name(f) for f in lm.SETUPS["sink"])))
 ablations, search = lm.load_ablations(), lm.load_sink_search()
 for setup in ("course", "sink"):
     prefix = analysis.EXPERIMENT_PREFIXES[setup]
@@ -778,7 +779,7 @@ print(_("without seed 0, the seed the search chose by: baseline {base:.3f} (was 
 
 # %%
 sources = {_("build: {name}").format(name=NAMES[arch]): (runs, arch) for arch in lm.ARCHS}
-sources.update({name: (ablations, name) for name in lm.ABLATIONS})
+sources.update({analysis.printed_name(name): (ablations, name) for name in lm.ABLATIONS})
 print(_("Bigram-Backcopy (triggers f, p, w)"))
 print(analysis.ablation_table(sources, "bb"))
 print()

@@ -34,8 +34,6 @@
 import course_setup  # noqa: F401  (puts the course on the path, turns on autoreload)
 
 # %%
-import math
-
 import matplotlib.pyplot as plt
 import torch
 

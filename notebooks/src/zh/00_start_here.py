@@ -11,15 +11,12 @@
 # - 写出你的第一个函数，通过你的第一个检查；
 # - 认识课程的术语，中英对照。
 
-# %% en="e5c138b0f748"
-import course_setup  # noqa: F401  （把课程加入路径，打开 autoreload）
-
 # %% [markdown] en="7673ab9ec71c"
 # ## 课程如何进行
 #
 # | 文件夹 | 里面有什么 | 你需要编辑吗？ |
 # |---|---|---|
-# | `notebooks/` | 每课一个笔记本：讲解、实验、图、检查单元（英文版在 `notebooks/`，中文版在 `notebooks/zh/`） | 运行它，随意试验 |
+# | `notebooks/` | 每课一个笔记本：讲解、实验、图、检查单元<!-- zh-only -->（英文版在 `notebooks/`，中文版在 `notebooks/zh/`）<!-- /zh-only --> | 运行它，随意试验 |
 # | `exercises/` | 你要实现的函数和类，每个主题一个文件 | **是：你的代码写在这里** |
 # | `data/` | 部分课程读取的小数据文件 | 否 |
 # | `course/` | 课程的运行机制：检查、小部件、绘图 | 否 |
@@ -40,17 +37,12 @@ import course_setup  # noqa: F401  （把课程加入路径，打开 autoreload�
 #
 # 你打开的笔记本已经用参考答案运行过，所以每个检查单元都显示 `PASS`。你亲自运行检查单元时，检查的才是*你的*代码。想一次检查所有练习，就在课程文件夹的终端里运行 `make check`：每个练习占一行，标明 `PASS`、`FAIL`、`BLOCKED`（附上阻塞它的检查）或 `TODO`，随后列出每个 `FAIL` 的完整信息；`make check ONLY=01.scaled_scores` 只显示一个检查的完整信息。
 #
-# <!-- zh-only: README.md -->（中文版的检查信息、提示和 `make check` 的表格都是中文，用例名也译成了中文（其中的形状和代码照原样）。`PASS`、`FAIL`、`BLOCKED`、`TODO` 和检查编号在两种语言里都不变，评分程序读的就是它们。说明比较结果的那一行也是中文，只保留标签和公式，例如 `output 形状 (1, 2) 符合预期；max |expected - got| = 0.293（容差 1e-09 + 1e-07*|expected|）`。仍是英文的只有：Python 的报错文字，以及少数几个检查的探测结果，例如 `output holds 2 NaN/inf values`。）
+# <!-- zh-only: README.md -->（中文版的检查信息、提示和 `make check` 的表格都是中文，用例名也译成了中文（其中的形状和代码照原样）。`PASS`、`FAIL`、`BLOCKED`、`TODO` 和检查编号在两种语言里都不变，评分程序读的就是它们；同样不变的还有 PASS 一行末尾的 `(16 cases)` 和 BLOCKED 一行里的 `by`，这两行也由评分程序读取。说明比较结果的那一行也是中文，只保留标签和公式，例如 `output 形状 (1, 2) 符合预期；max |expected - got| = 0.293（容差 1e-09 + 1e-07*|expected|）`。仍是英文的只有：Python 的报错文字，以及少数几个检查的探测结果，例如 `output holds 2 NaN/inf values`。）
 
 # %% [markdown] en="e9a759172737"
 # ## 你的环境
 #
 # 课程的任何内容都不要求 GPU。能用 GPU 的单元会自动检测，没有就退回 CPU。第 03、06、07 课用 Graphviz 的 `dot` 画模型图；没装时，显示的是图的文本源码。图中的中文（中文版的图）需要一种带中文字符的字体；没有时显示为方框，环境报告会给出安装字体的命令。
-
-# %% tags=["nbval-ignore-output"] en="33752fa88319"
-from course.env_report import environment_report
-
-report = environment_report()
 
 # %% [markdown] en="87931f2bde21"
 # ## 一个通过的检查，一个失败的检查
@@ -59,50 +51,16 @@ report = environment_report()
 #
 # 下面是写在单元里的正确版本，以及通过它的检查：
 
-# %% en="e25688503854"
-from course.checks import CheckFailed
-from course.checks.lesson00 import check_batched_dot
-
-
-def batched_dot_right(a, b):
-    return (a * b).sum(dim=-1)
-
-
-check_batched_dot(batched_dot_right)
-
-
 # %% [markdown] en="8d8ff682eb9e"
 # 再看一个看似合理的错误：对*所有*轴求和，而不只是最后一个轴。只有一对向量时结果恰好正确，所以第一个用例通过；第二个用例有四对向量，错误就暴露了。在你自己的检查单元里，失败显示为红色的错误框；这里把它捕获下来，只打印信息本身。
 
-# %% en="8d4d78fd9241"
-def batched_dot_wrong(a, b):
-    return (a * b).sum()
-
-
-try:
-    check_batched_dot(batched_dot_wrong)
-except CheckFailed as failure:
-    print(failure)
-
 # %% [markdown] en="1a20f44ad086"
 # 代码根本跑不起来时，检查会报告抛出的异常、你的代码里出错的那一行，以及针对这类错误的提示。函数还没写时，检查会直说，并指出该去哪个文件。
-
-# %% en="09dfdeb7dd09"
-try:
-    check_batched_dot(lambda a, b: a @ b)
-except CheckFailed as failure:
-    print(failure)
 
 # %% [markdown] en="418622894be2"
 # ## 你的第一个练习
 #
 # 打开 `exercises/warmup.py`，把 `batched_dot` 里 `raise NotImplementedError(...)` 那一行换成你的代码，保存，再运行下面的单元。这个单元导入的是**你的**函数。
-
-# %% tags=["check"] en="5be1bf6ea903"
-from course.checks.lesson00 import check_batched_dot
-from exercises.warmup import batched_dot
-
-check_batched_dot(batched_dot)
 
 # %% [markdown] en="caf6d5b1d377"
 # ## 术语表 / Vocabulary

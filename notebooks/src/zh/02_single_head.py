@@ -10,18 +10,6 @@
 # - 把你的函数与 PyTorch 的 `torch.nn.functional.scaled_dot_product_attention` 对照检查；
 # - 把它包装成带可学习投影的模块：`SingleHeadAttention`。
 
-# %% en="d35e1109a130"
-import course_setup  # noqa: F401
-
-import matplotlib.pyplot as plt
-import torch
-import torch.nn.functional as F
-
-from course.i18n import _  # 图的标题和坐标轴标签使用笔记本的语言
-from course.plots import heatmaps
-
-torch.set_printoptions(precision=4, sci_mode=False)
-
 # %% [markdown] en="28aa56c9a9ae"
 # ## 先看形状
 #
@@ -48,37 +36,10 @@ torch.set_printoptions(precision=4, sci_mode=False)
 #
 # 在 `exercises/attention.py` 中写出 `causal_mask(n)` 和 `padding_mask(lengths, max_len)`。
 
-# %% tags=["check"] en="b7fa34042b9b"
-from course.checks.lesson02 import check_causal_mask
-from exercises.attention import causal_mask
-
-check_causal_mask(causal_mask)
-
-# %% tags=["check"] en="5fc78fe9c670"
-from course.checks.lesson02 import check_padding_mask
-from exercises.attention import padding_mask
-
-check_padding_mask(padding_mask)
-
-# %% en="7aee868ade96"
-print(causal_mask(4).int())
-print(padding_mask(torch.tensor([4, 2]), 4).int())
-
 # %% [markdown] en="ecbbfb15fbc3"
 # ## 在 softmax 内部做掩码，以及整行被掩盖的情况
 #
 # 被掩盖的键，权重必须恰好为 0。标准做法是在 softmax 之前把它的分数换成 −∞（e^−∞ = 0）。也有代码库改用很大的有限数：alphafold-decoded 课程用 −1e8，AlphaFold2 自己的代码用 −1e9。这有区别吗？看下面三个查询：查询 0 能看到两个键，查询 1 **一个键也**看不到（可以想象成填充位置在提问），查询 2 能看到一个键。
-
-# %% en="0ff282458ffd"
-scores = torch.tensor([[1.0, 2.0, 0.5],
-                       [1.0, 2.0, 0.5],
-                       [1.0, 2.0, 0.5]], dtype=torch.float64)
-mask = torch.tensor([[True, True, False],
-                     [False, False, False],
-                     [False, True, False]])
-
-print("fill -1e8:\n", torch.softmax(scores.masked_fill(~mask, -1e8), dim=-1))
-print("fill -inf:\n", torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1))
 
 # %% [markdown] en="547e4d58034d"
 # 能看到键的行，两种填入值结果一致。“失明”的那一行则不一致，而且两种结果都不好：
@@ -88,11 +49,8 @@ print("fill -inf:\n", torch.softmax(scores.masked_fill(~mask, float("-inf")), di
 #
 # 在半精度下，用有限数填入也没有看上去那么安全：float16 存不下 −1e8。
 
-# %% en="7e3e199bc1e9"
-print("-1e8 in float16:", torch.tensor(-1e8).half().item(), "  float16 min:", torch.finfo(torch.float16).min)
-
 # %% [markdown] en="baed67c46e8a"
-# **我们的选择：**用 −∞ 做掩码；看不到任何键的查询，整行权重都取 0，输出也就是 0。零是诚实的（这个位置没有收到任何信息），不会泄露填充的内容，也不带 NaN。当前版本的 PyTorch 自己的 `scaled_dot_product_attention` 也是这样选的，本课末尾会验证。另一种常见做法是让失明的行随便算出某个有限值，再靠损失函数忽略填充位置；AlphaFold2 的 −1e9 就是这样。
+# **我们的选择：**用 −∞ 做掩码；看不到任何键的查询，整行权重都取 0，输出也就是 0。输出 0 如实反映了情况（这个位置什么信息也没收到），不会泄露填充的内容，也不带 NaN。本课程所用版本的 PyTorch 中，`scaled_dot_product_attention` 也是这样处理的，本课末尾会验证。另一种常见做法是让失明的行随便算出某个有限值，再靠损失函数忽略填充位置；AlphaFold2 的 −1e9 就是这样。
 #
 # ## 练习：先算注意力权重，再算注意力
 #
@@ -103,83 +61,23 @@ print("-1e8 in float16:", torch.tensor(-1e8).half().item(), "  float16 min:", to
 #
 # 偏置原样加到缩放后的分数上（不除以 √c）：它是每个（查询，键）对的先验，例如相对位置项，或 AlphaFold 的 pair bias（第 04 课）。
 
-# %% tags=["check"] en="457eeb647938"
-from course.checks.lesson02 import check_attention_weights
-from exercises.attention import attention_weights
-
-check_attention_weights(attention_weights)
-
-# %% tags=["check"] en="fb4d296ecb9e"
-from course.checks.lesson02 import check_attention_forward
-from exercises.attention import scaled_dot_product_attention
-
-check_attention_forward(scaled_dot_product_attention)
-
 # %% [markdown] en="602c0b15c715"
 # ## 看看权重
 #
 # 玩具句子有五个词元，嵌入是随机的（固定种子），没有可学习的投影：q = k = x。左图不加掩码：每个词元最关注自己（q·q 很大）。中图加因果掩码：第 i 行只把权重分给词元 0..i。右图的句子只有 3 个真实词元，填充到 5 个，填充的键和填充的查询都被掩盖（`real & real.T`）：第 3、4 列没有权重，第 3、4 行什么也看不到，全为零。
-
-# %% en="56e77233f87a"
-tokens = ["the", "cat", "sat", "<pad>", "<pad>"]
-generator = torch.Generator().manual_seed(2)
-x = torch.randn(5, 8, generator=generator, dtype=torch.float64)
-
-plain = attention_weights(x, x)
-causal = attention_weights(x, x, mask=causal_mask(5))
-real = padding_mask(torch.tensor([3]), 5)[0]            # (1, 5)：真实的键
-padded = attention_weights(x, x, mask=real & real.T)    # (5, 5)：真实的查询与真实的键
-fig = heatmaps([plain, causal, padded], [_("no mask"), _("causal mask"), _("padding (3 real)")],
-               row_labels=tokens, col_labels=tokens)
-plt.show()
-# 四舍五入：写法不同的正确代码可能在最后一位上与 1 有出入
-print("row sums:", causal.sum(-1).round(decimals=4), padded.sum(-1).round(decimals=4))
 
 # %% [markdown] en="6d5a4eb7bd46"
 # ## 小部件：掩码与整行被掩盖
 #
 # 玩具句子与上面类似（六个词元，q = k = x，固定种子；掩码用的是课程自己的代码，不是你的）。本节的每个选择都有对应的控件：因果掩码、真实词元的个数、填充的查询是否也被掩盖，以及被掩盖的分数填入什么值。勾选“填充的查询什么也看不到”，造出失明的行，再切换填入值：能看到键的行始终不变，失明的行则变成全零、均匀分布或 NaN。
 
-# %% tags=["nbval-ignore-output"] en="f1d8ddefb300"
-from course.widgets.lesson02 import mask_explorer
-
-mask_explorer()
-
 # %% [markdown] en="3f73765f7ab2"
 # ## 与 PyTorch 的答案相同
 #
 # `torch.nn.functional.scaled_dot_product_attention` 用融合的、省内存的内核计算同一个函数，生产代码调用的就是它。它的 `attn_mask` 可以是布尔掩码（True 表示可以关注，与我们的约定相同），也可以是*加到*分数上的浮点张量（相当于我们的偏置）。在带两个前导轴的批量上比较：
 
-# %% en="a1ee63d71d78"
-generator = torch.Generator().manual_seed(3)
-q = torch.randn(2, 3, 6, 8, generator=generator, dtype=torch.float64)
-k = torch.randn(2, 3, 7, 8, generator=generator, dtype=torch.float64)
-v = torch.randn(2, 3, 7, 5, generator=generator, dtype=torch.float64)
-bias = torch.randn(2, 3, 6, 7, generator=generator, dtype=torch.float64)
-lengths_mask = padding_mask(torch.tensor([7, 4]), 7)[:, None]   # (2, 1, 1, 7)
-
-comparisons = {
-    "plain": (scaled_dot_product_attention(q, k, v), F.scaled_dot_product_attention(q, k, v)),
-    "bias": (scaled_dot_product_attention(q, k, v, bias=bias),
-             F.scaled_dot_product_attention(q, k, v, attn_mask=bias)),
-    "padding mask": (scaled_dot_product_attention(q, k, v, mask=lengths_mask),
-                     F.scaled_dot_product_attention(q, k, v, attn_mask=lengths_mask)),
-    "causal (self)": (scaled_dot_product_attention(k, k, v, mask=causal_mask(7)),
-                      F.scaled_dot_product_attention(k, k, v, is_causal=True)),
-}
-for name, (ours, theirs) in comparisons.items():
-    print(f"{name:>13}: equal to 1e-12: {torch.allclose(ours, theirs, rtol=0, atol=1e-12)}")
-
 # %% [markdown] en="ee654dec8bd2"
 # 再看整行被掩盖的情况：PyTorch（本课程固定的版本）同样返回零。
-
-# %% en="44782b4f6114"
-blind = torch.tensor([[True, True, False, False, False, False, False],
-                      [False] * 7] + [[True] * 7] * 4)
-ours = scaled_dot_product_attention(q, k, v, mask=blind)
-theirs = F.scaled_dot_product_attention(q, k, v, attn_mask=blind)
-print("torch, blind query:", theirs[0, 0, 1])
-print("equal to 1e-12:", torch.allclose(ours, theirs, rtol=0, atol=1e-12))
 
 # %% [markdown] en="22251121dde3"
 # ## 模块：单头注意力
@@ -189,20 +87,6 @@ print("equal to 1e-12:", torch.allclose(ours, theirs, rtol=0, atol=1e-12))
 # q = x W_q，k = x W_k，v = x W_v（各自 c_in → c），接着做注意力，再经过输出投影 W_o（c → c_in），结果才能加回 x。
 #
 # 在 `exercises/attention.py` 中写出 `SingleHeadAttention(c_in, c)`，参数名为 `linear_q`、`linear_k`、`linear_v`（`nn.Linear(c_in, c, bias=False)`）和 `linear_o`（`nn.Linear(c, c_in)`，带偏置）。检查按参数名把固定的权重复制进你的模块，所以名字不能改。Q、K、V 为什么不带偏置，留到第 03 课讨论。
-
-# %% tags=["check"] en="c0e53f907596"
-from course.checks.lesson02 import check_single_head
-from exercises.attention import SingleHeadAttention
-
-check_single_head(SingleHeadAttention)
-
-# %% en="ec3cd5fda4da"
-torch.manual_seed(0)
-layer = SingleHeadAttention(c_in=16, c=8)
-x = torch.randn(2, 5, 16)
-print("input ", tuple(x.shape), "-> output", tuple(layer(x, mask=causal_mask(5)).shape))
-print("parameters:", {name: tuple(p.shape) for name, p in layer.named_parameters()})
-print("total:", sum(p.numel() for p in layer.parameters()))
 
 # %% [markdown] en="b511ce39ca4a"
 # c_in = 16、c = 8 时：三个 16×8 的投影（384），8×16 的输出权重（128）及其 16 个偏置，共 528 个参数。

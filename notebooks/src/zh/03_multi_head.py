@@ -12,21 +12,6 @@
 # - 看看 Q 和 K 上的偏置给分数添了哪些项，其中哪些被 softmax 抵消；
 # - 画出模块的计算图，在小部件里改变头数，再让同一个模块改走 PyTorch 融合的 `scaled_dot_product_attention`。
 
-# %% en="6715d46028a1"
-import course_setup  # noqa: F401
-
-import math
-
-import torch
-import torch.nn.functional as F
-from torch import nn
-
-from course.checks.inputs import fill_parameters
-from course.i18n import _  # 打印的文字和图的标签使用笔记本的语言
-from course.measure import best_time, n_parameters
-
-torch.set_printoptions(precision=4, sci_mode=False)
-
 # %% [markdown] en="449e47fce4ad"
 # ## 一个头，一个问题
 #
@@ -53,32 +38,12 @@ torch.set_printoptions(precision=4, sci_mode=False)
 #
 # 很容易想到一行写法 `x.view(*batch, N_head, L, c)`：形状对，内容却错了。`view` 从不搬动数据，只是按新形状重新解读同一块内存。内存里先存位置 0 的所有通道，再存位置 1 的所有通道，依此类推。按 (N_head, L, c) 解读，“头 0”就成了最前面的 L·c 个数：几个完整的位置，而不是一个通道块。正确做法是先把最后一个轴看作 (N_head, c)（这些通道在内存中相邻，`view` 做得到），再用 `transpose` 把头的轴换到 L 前面。
 #
-# 用一个元素等于自身下标的张量，就能看得一清二楚：L = 4 个位置，2 个头，每头宽度为 3。值为 10 的元素是位置 1 的通道 4，属于头 1。
-
-# %% en="9bcdce721e63"
-L, N_head, c = 4, 2, 3
-counting = torch.arange(L * N_head * c).view(L, N_head * c)
-print("x (L, N_head*c):\n", counting)
-print(_("\nwrong: view(N_head, L, c), head 0 =\n"), counting.view(N_head, L, c)[0])
-print(_("\nright: view(L, N_head, c).transpose(0, 1), head 0 =\n"),
-      counting.view(L, N_head, c).transpose(0, 1)[0])
+# 用一个元素等于自身下标的张量，就能看得一清二楚：L = 4 个位置，2 个头，每头宽度为 3。值为 10 的元素（下标从零数起）是位置 1 的通道 4，属于头 1。
 
 # %% [markdown] en="89c58bb93f4a"
 # 错误的版本里，“头 0”拿到的是位置 0 和 1 的全部六个通道，被切成四个各含 3 个数的假位置，位置 2 和 3 则根本看不到。正确的版本里，头 0 拿到的是全部 4 个位置的通道 0–2。
 #
 # 在 `exercises/mha.py` 中写出 `split_heads` 和 `merge_heads`（保留任意前导批量轴 `*`）。`merge_heads` 转置回来之后要用 `reshape`，不能用 `view`：转置之后，同一位置的各个通道在内存中已不再相邻。
-
-# %% tags=["check"] en="4cb840947e4a"
-from course.checks.lesson03 import check_split_heads
-from exercises.mha import split_heads
-
-check_split_heads(split_heads)
-
-# %% tags=["check"] en="956d83b6c8d0"
-from course.checks.lesson03 import check_merge_heads
-from exercises.mha import merge_heads
-
-check_merge_heads(merge_heads)
 
 # %% [markdown] en="00c1d1e5e899"
 # ## 练习 2：`MultiHeadAttention`
@@ -100,52 +65,10 @@ check_merge_heads(merge_heads)
 #
 # `key_mask_to_flags`（在 `exercises/mha.py` 中，已经写好）把第 02 课的填充掩码 `(B, 1, L)` 变成标志 `(B, L)`，`flags_to_key_mask` 则反过来。因果掩码没有标志形式：键 j 是否可见取决于查询，所以辅助函数会拒绝它。
 
-# %% en="0ec72e6e7b29"
-from exercises.attention import padding_mask
-from exercises.mha import flags_to_key_mask, key_mask_to_flags
-
-lengths = torch.tensor([3, 5])
-try:
-    lesson02_mask = padding_mask(lengths, 5)  # 你在第 02 课写的函数：(B, 1, L)
-except NotImplementedError:  # 还没写：在这里构造同样的掩码
-    lesson02_mask = (torch.arange(5) < lengths[:, None])[:, None, :]
-flags = key_mask_to_flags(lesson02_mask)
-print(_("lesson 02 mask"), tuple(lesson02_mask.shape), "-> attention_mask", tuple(flags.shape))
-print(flags)
-print(_("and back, equal:"), torch.equal(flags_to_key_mask(flags), lesson02_mask))
-try:
-    key_mask_to_flags(torch.ones(5, 5, dtype=torch.bool).tril())
-except ValueError as error:
-    print(_("causal mask:"), error)
-
-# %% tags=["check"] en="20a09bb84452"
-from course.checks.lesson03 import check_multi_head_attention
-from exercises.mha import MultiHeadAttention
-
-check_multi_head_attention(MultiHeadAttention)
-
 # %% [markdown] en="49486c130a52"
 # ## 一步一步看形状
 #
 # 与 `_attention` 相同的步骤，逐步写出：批量里有 2 条序列，每条 5 个词元，c_in = 16，4 个头，每头宽度为 4：
-
-# %% en="1b2c5e808313"
-mha = fill_parameters(MultiHeadAttention(c_in=16, c=4, N_head=4), seed=3)
-x = torch.randn(2, 5, 16, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-
-q = mha.linear_q(x)
-print("linear_q(x)         ", tuple(q.shape), "   (B, L, N_head*c)")
-q, k, v = (split_heads(layer(x), mha.N_head) for layer in (mha.linear_q, mha.linear_k, mha.linear_v))
-print("split_heads         ", tuple(q.shape), "(B, N_head, L, c)")
-scores = q @ k.transpose(-2, -1) / math.sqrt(mha.c)
-print(_("scores              "), tuple(scores.shape), "(B, N_head, L, L): one matrix per head")
-heads_out = torch.softmax(scores, dim=-1) @ v
-print(_("weights @ v         "), tuple(heads_out.shape), "(B, N_head, L, c)")
-merged = merge_heads(heads_out)
-print("merge_heads         ", tuple(merged.shape), "   (B, L, N_head*c)")
-out = mha.linear_o(merged)
-print("linear_o            ", tuple(out.shape), "   (B, L, c_in)")
-print(_("same as mha(x):"), torch.allclose(out, mha(x), rtol=0, atol=1e-12))
 
 # %% [markdown] en="4d04b126990e"
 # ## 一个联合投影 = N 个独立的头
@@ -153,29 +76,6 @@ print(_("same as mha(x):"), torch.allclose(out, mha(x), rtol=0, atol=1e-12))
 # 纸面上，每个头有自己的 W_q^h、W_k^h、W_v^h（c_in → c）。代码里却只有一个输出为 N_head·c 的 `linear_q`。两者其实是一回事：联合权重的第 h 个行块**就是** W_q^h，而 `split_heads` 恰好把这一块的输出交给头 h。一次大矩阵乘法在一次调用里完成 N 次小矩阵乘法的工作。
 #
 # 验证一下：构造 N_head 个独立的单头投影，把联合权重的各个行块复制进去，在 Python 循环里逐个运行这些头，拼接后比较：
-
-# %% en="f4ae1dbaeed7"
-c_in, c, N_head = mha.linear_q.in_features, mha.c, mha.N_head
-separate_heads = []
-for h in range(N_head):
-    rows = slice(h * c, (h + 1) * c)  # 联合权重中属于头 h 的行块
-    head = {name: nn.Linear(c_in, c, bias=False).double() for name in ("q", "k", "v")}
-    with torch.no_grad():
-        head["q"].weight.copy_(mha.linear_q.weight[rows])
-        head["k"].weight.copy_(mha.linear_k.weight[rows])
-        head["v"].weight.copy_(mha.linear_v.weight[rows])
-    separate_heads.append(head)
-
-outputs = []
-for head in separate_heads:  # 每个头一次小注意力，不用 view，也不用 transpose
-    q_h, k_h, v_h = head["q"](x), head["k"](x), head["v"](x)  # 各为 (B, L, c)
-    weights_h = torch.softmax(q_h @ k_h.transpose(-2, -1) / math.sqrt(c), dim=-1)
-    outputs.append(weights_h @ v_h)
-loop_result = mha.linear_o(torch.cat(outputs, dim=-1))  # 按顺序拼接头 0、1、……
-
-print(_("N separate heads == joint projection:"),
-      torch.allclose(loop_result, mha(x), rtol=0, atol=1e-12))
-
 
 # %% [markdown] en="7c2947bdf34c"
 # ## 多头会增加参数吗？
@@ -188,31 +88,8 @@ print(_("N separate heads == joint projection:"),
 #
 # 每个投影都是 c_in × (N_head·c) 的矩阵，所以 N_head·c = c_in 时估计为 4·c_in²，每个头都是全宽度时为 4·N_head·c_in²；此外只多出 `linear_o` 的偏置（c_in 个数）。`n_parameters(module)`（来自 `course/measure.py`）就是常见的一行代码 `sum(p.numel() for p in module.parameters())`。
 
-# %% en="2f6779e39929"
-c_in = 256
-estimate = 4 * c_in ** 2
-designs = {
-    "single head (c = c_in)": MultiHeadAttention(c_in, c_in, 1),
-    "8 heads, c = c_in/8 = 32": MultiHeadAttention(c_in, c_in // 8, 8),
-    "8 heads, widened (c = c_in)": MultiHeadAttention(c_in, c_in, 8),
-}
-print(f"{'design':<30}{'parameters':>12}{'/ 4*c_in^2':>12}")
-for name, module in designs.items():
-    count = n_parameters(module)
-    print(f"{name:<30}{count:>12,}{count / estimate:>12.4f}")
-print(f"{'estimate 4*c_in^2':<30}{estimate:>12,}")
-
 # %% [markdown] en="f3d84b054936"
 # 宽度守恒时，8 个头与一个头的开销完全相同：262,400 = 4·256² + 256。多出来的头并不是额外的权重，而是把同一组权重切成 8 个独立的切片。把每个头都加宽到全宽度，参数量就乘以 N_head（2,097,408 ≈ 8 × 4·256²）。有些讲 Transformer 的笔记说“头越多参数越多，因为每个头都有自己的 W”：这只对加宽的设计成立，而几乎没人这样用。原始 Transformer（512 = 8 × 64）保持宽度守恒，AlphaFold2 的 Evoformer 和 extra-MSA 注意力也是如此；AlphaFold2 中只有两个注意力模块不守恒（模板逐点注意力，以及不变点注意力的标量部分）：
-
-# %% en="76b608bb5672"
-for where, width, c_head, heads in [("MSA row/column attention", 256, 32, 8),
-                                    ("triangle attention (pair)", 128, 32, 4),
-                                    ("extra-MSA global column attention", 64, 8, 8),
-                                    ("template pointwise attention", 128, 16, 4),
-                                    ("invariant point attention (scalar)", 384, 16, 12)]:
-    print(f"{where:<36} c_in={width:<4} {heads:>2} heads x c={c_head:<3} = {heads * c_head:<4}"
-          f" conserved: {heads * c_head == width}")
 
 # %% [markdown] en="473514f67d3e"
 # ## 与 `torch.nn.MultiheadAttention` 对齐
@@ -229,48 +106,8 @@ for where, width, c_head, heads in [("MSA row/column attention", 256, 32, 8),
 #
 # `bias=True`（默认值）让 q、k、v *和*输出都带偏置，所以它对应 `use_bias_for_embeddings=True` 的模块：
 
-# %% en="279f93b7ee5e"
-c_in, N_head = 16, 4
-ours = fill_parameters(MultiHeadAttention(c_in, c_in // N_head, N_head,
-                                          use_bias_for_embeddings=True), seed=5)
-theirs = nn.MultiheadAttention(c_in, N_head, bias=True, batch_first=True).double()
-with torch.no_grad():
-    theirs.in_proj_weight.copy_(torch.cat([ours.linear_q.weight, ours.linear_k.weight,
-                                           ours.linear_v.weight]))
-    theirs.in_proj_bias.copy_(torch.cat([ours.linear_q.bias, ours.linear_k.bias,
-                                         ours.linear_v.bias]))
-    theirs.out_proj.weight.copy_(ours.linear_o.weight)
-    theirs.out_proj.bias.copy_(ours.linear_o.bias)
-
-x = torch.randn(2, 6, c_in, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
-real = torch.tensor([[True] * 6, [True] * 4 + [False] * 2])  # 序列 1 有 2 个填充词元
-theirs_out = theirs(x, x, x, need_weights=False)[0]
-theirs_masked = theirs(x, x, x, key_padding_mask=~real, need_weights=False)[0]
-print(_("no mask, equal:     "), torch.allclose(ours(x), theirs_out, rtol=0, atol=1e-12))
-print(_("padding mask, equal:"), torch.allclose(ours(x, attention_mask=real), theirs_masked,
-                                             rtol=0, atol=1e-12))
-
 # %% [markdown] en="5ac34d387724"
 # AlphaFold 风格的模块（`use_bias_for_embeddings=False`：q、k、v 不带偏置，输出带偏置）在 PyTorch 里找不到完全对应的设置：`bias=False` 连输出偏置也去掉了。对齐的办法有两种：保留 `bias=True`，把 `in_proj_bias` 置零；或者用 `bias=False`，把我们的 `linear_o.bias` 置零：
-
-# %% en="24942b4604b2"
-af2_style = fill_parameters(MultiHeadAttention(c_in, c_in // N_head, N_head), seed=6)
-with_bias = nn.MultiheadAttention(c_in, N_head, bias=True, batch_first=True).double()
-no_bias = nn.MultiheadAttention(c_in, N_head, bias=False, batch_first=True).double()
-stacked = torch.cat([af2_style.linear_q.weight, af2_style.linear_k.weight,
-                     af2_style.linear_v.weight])
-with torch.no_grad():
-    for twin in (with_bias, no_bias):
-        twin.in_proj_weight.copy_(stacked)
-        twin.out_proj.weight.copy_(af2_style.linear_o.weight)
-    with_bias.in_proj_bias.zero_()
-    with_bias.out_proj.bias.copy_(af2_style.linear_o.bias)
-print(_("bias=True, in_proj_bias zeroed, equal:"),
-      torch.allclose(af2_style(x), with_bias(x, x, x, need_weights=False)[0], rtol=0, atol=1e-12))
-with torch.no_grad():
-    af2_style.linear_o.bias.zero_()
-print(_("bias=False vs ours with linear_o.bias zeroed, equal:"),
-      torch.allclose(af2_style(x), no_bias(x, x, x, need_weights=False)[0], rtol=0, atol=1e-12))
 
 # %% [markdown] en="1a648450ba9b"
 # ## 为什么 AlphaFold 不给 Q、K、V 加偏置
@@ -288,61 +125,16 @@ print(_("bias=False vs ours with linear_o.bias zeroed, equal:"),
 #
 # 沿键的 softmax 不理会一行内的常数：softmax(s + a) = softmax(s)。于是 b_k 完全消失；b_q 只留下一个与查询无关的先验：“某些键一般更重要”。下面用代码逐条验证这些论断：
 
-# %% en="0f899031388e"
-generator = torch.Generator().manual_seed(7)
-L, c_in, c = 5, 8, 4
-x = torch.randn(L, c_in, generator=generator, dtype=torch.float64)
-W_q, W_k = (torch.randn(c, c_in, generator=generator, dtype=torch.float64) for _ in range(2))
-b_q, b_k = (torch.randn(c, generator=generator, dtype=torch.float64) for _ in range(2))
-
-full = (x @ W_q.T + b_q) @ (x @ W_k.T + b_k).T / math.sqrt(c)   # (L, L)：查询 i，键 j
-content = (x @ W_q.T) @ (x @ W_k.T).T / math.sqrt(c)
-query_only = ((x @ W_q.T) @ b_k / math.sqrt(c))[:, None]         # (L, 1)：每行一个值
-key_only = ((x @ W_k.T) @ b_q / math.sqrt(c))[None, :]           # (1, L)：每列一个值
-constant = b_q @ b_k / math.sqrt(c)
-
-
-def same(a, b):
-    return torch.allclose(a, b, rtol=0, atol=1e-12)
-
-
-print(_("four terms add up to the biased score:"), same(full, content + query_only + key_only + constant))
-print(_("softmax(full) == softmax(content + key_only):  "),
-      same(full.softmax(-1), (content + key_only).softmax(-1)))
-print(_("softmax(full) == softmax(content):             "),
-      same(full.softmax(-1), content.softmax(-1)))
-print(_("dropping b_k changes nothing:                  "),
-      same(full.softmax(-1), ((x @ W_q.T + b_q) @ (x @ W_k.T).T / math.sqrt(c)).softmax(-1)))
-
 # %% [markdown] en="d985abb1abdc"
 # 值的偏置也好不到哪里去。每行权重之和为 1，所以 Σ_j w_ij (v_j + b_v) = Σ_j w_ij v_j + b_v：每个位置的输出只是平移了 b_v，经过 `linear_o` 后变成常数 W_o b_v，而 `linear_o` 自己的偏置就能吸收它。因此，带全部三个偏置的模块，只要把 W_o b_v 移进输出偏置，计算结果就与只带 b_q 的模块完全相同（唯一的例外：整行被掩盖的查询权重为零，得不到 b_v）。这只对不带门控的模块成立：AF2 的门在 `linear_o` *之前*逐通道乘到 o 上，平移 b_v 于是变成 gate ⊙ b_v，随 x 变化，不能再并成一个常数：
 
-# %% en="c0361121a580"
-biased = fill_parameters(MultiHeadAttention(8, 4, 2, use_bias_for_embeddings=True), seed=8)
-x = torch.randn(3, 5, 8, generator=torch.Generator().manual_seed(9), dtype=torch.float64)
-reference_out = biased(x)
-with torch.no_grad():
-    biased.linear_o.bias += biased.linear_o.weight @ biased.linear_v.bias  # 吸收 W_o b_v
-    biased.linear_v.bias.zero_()
-    biased.linear_k.bias.zero_()
-print(_("b_k and b_v removed, output unchanged:"), same(biased(x), reference_out))
-with torch.no_grad():
-    biased.linear_q.bias.zero_()
-print(_("b_q removed as well, output unchanged:"), same(biased(x), reference_out))
-
 # %% [markdown] en="84c39619c89f"
-# 所以没有门控时，3·N_head·c 个偏置数里只有 b_q 起作用；而它的作用（按键的先验），AlphaFold2 改由专门的通道提供：加到分数上的注意力**偏置**，例如第 04 课的 pair bias。（AF2 的论文没有说明 Q/K/V 为什么不带偏置；这个论证是本课程自己的。）让 Q/K/V 只做纯粹的内容投影，把先验统统放进显式的偏置，分工很清楚；许多现代语言模型（例如 LLaMA）也去掉了这些偏置。`linear_o` 保留偏置：它的输出要加回残差流，在那里可以自由平移是有用的。也有知名模型（例如 BERT）给每个 Linear 都加了偏置，`nn.MultiheadAttention` 默认也是 `bias=True`：`use_bias_for_embeddings` 正是为此而设，让两种模型你都能搭。
+# 所以没有门控时，3·N_head·c 个偏置数里只有 b_q 起作用；而它的作用（按键的先验），AlphaFold2 改由专门的通道提供：加到分数上的注意力**偏置**，例如第 04 课的 pair bias。（AF2 的论文没有说明 Q/K/V 为什么不带偏置；这个论证是本课程自己的。）让 Q/K/V 只做纯粹的内容投影，把先验统统放进显式的偏置，分工很清楚；许多现代语言模型（例如 LLaMA）也去掉了这些偏置。`linear_o` 保留偏置：它的输出要加回残差流，多一个可学习的平移量是有用的。也有知名模型（例如 BERT）给每个 Linear 都加了偏置，`nn.MultiheadAttention` 默认也是 `bias=True`：`use_bias_for_embeddings` 正是为此而设，让两种模型你都能搭。
 
 # %% [markdown] en="6fac1222ec8f"
 # ## 把模块画成图
 #
 # [torchview](https://github.com/mert-kurttutan/torchview) 追踪一次前向传播，画出其中每个模块和每个张量运算。它通过 Graphviz 的 `dot` 渲染；没有 `dot` 时，这个单元改为打印图的 DOT 源码（可以粘贴到任何 Graphviz 查看器里）。
-
-# %% tags=["nbval-ignore-output"] en="d09dd96ff32e"
-from course.plots import show_model_graph
-
-# c_in=16，4 个宽度为 3 的头：N_head*c = 12，这样图中每个轴的大小都不同
-graph = show_model_graph(MultiHeadAttention(16, 3, 4), torch.randn(2, 5, 16), "MultiHeadAttention")
 
 # %% [markdown] en="cde398039711"
 # 从上往下读（x 为 (2, 5, 16)，4 个头，每头宽度为 3）：`movedim` 把注意力轴放到 −2（对行注意力什么也不做）；三个 `Linear` 节点是到 12 个通道的联合投影；`view` (2, 5, 4, 3) 和 `transpose` (2, 4, 5, 3) 拆分头（键为了 kᵀ 还要多做一次 `transpose`）；`matmul` 和 `div` 得到缩放后的分数 (2, 4, 5, 5)；`amax`、`sub`、`exp`、`sum`、`div` 是你在第 01 课写的稳定 softmax；第二个 `matmul` 混合各个值；`transpose` 和 `reshape` 把头合并回 (2, 5, 12)；最后一个 `Linear` 是 `linear_o`。
@@ -351,61 +143,15 @@ graph = show_model_graph(MultiHeadAttention(16, 3, 4), torch.randn(2, 5, 16), "M
 #
 # 选择宽度 c_in 和头数。左图：参数量随 N_head 的变化，分宽度守恒和加宽两种，并以 4·c_in² 作参照。右图：每个头在同样 8 个词元上的注意力权重（随机，固定种子，权重的抽取与你的代码无关）。留意：宽度守恒时，参数量不变，头越多，注意力图越多（每张也越窄）。
 
-# %% tags=["nbval-ignore-output"] en="62ad14c4fbbb"
-from course.widgets.lesson03 import heads_explorer
-
-heads_explorer()
-
-
 # %% [markdown] en="2c7ade7715ff"
 # ## 生产路径：PyTorch 的融合注意力
 #
 # 你的 `_attention` 显式构造了 (*, N_head, L, L) 的分数张量：用来学习、查看权重都很合适。`torch.nn.functional.scaled_dot_product_attention` 用融合内核计算同一个函数；在 GPU 上，这些内核（FlashAttention 和内存高效注意力）从不存下整个分数张量。下面是模块的前向传播，只换掉注意力这一步，权重仍是模块自己的：
 
-# %% en="6cadc138db55"
-def forward_with_fused_attention(module, x, attention_mask=None):
-    """module(x, attention_mask=...) for a non-global, ungated MultiHeadAttention, via F.sdpa."""
-    x = x.movedim(module.attn_dim, -2)
-    q, k, v = (split_heads(layer(x), module.N_head)
-               for layer in (module.linear_q, module.linear_k, module.linear_v))
-    key_mask = None
-    if attention_mask is not None:
-        mask_dim = module.attn_dim if module.attn_dim >= 0 else module.attn_dim + 1
-        key_mask = attention_mask.movedim(mask_dim, -1)[..., None, None, :]
-    o = F.scaled_dot_product_attention(q, k, v, attn_mask=key_mask)  # (*, N_head, L, c)
-    return module.linear_o(merge_heads(o)).movedim(-2, module.attn_dim)
-
-
-x = torch.randn(2, 3, 7, 16, generator=torch.Generator().manual_seed(11), dtype=torch.float64)
-real = torch.ones(2, 3, 7, dtype=torch.bool)  # 每个位置一个标志：x.shape[:-1]
-real[0, :, 5:] = False  # 样例 0：每行的最后两个位置是填充
-real[1, 2, :] = False   # 样例 1：第三行是填充
-for attn_dim in (-2, -3):
-    module = fill_parameters(MultiHeadAttention(16, 4, 4, attn_dim=attn_dim), seed=12)
-    print(f"attn_dim={attn_dim}: fused == teaching path:",
-          same(forward_with_fused_attention(module, x, real), module(x, attention_mask=real)))
-
-
 # %% [markdown] en="3f477b9124d0"
 # 在这台机器上快多少？这个单元在三种尺寸下为两条路径计时（float32，单个 CPU 线程，取 5 次中最快的一次），只打印比值：绝对时间取决于你的 CPU，换成 GPU 比值又会不同。教学路径把整个 (B, N_head, L, L) 分数张量存下来，还要在上面扫好几遍（缩放、掩码、最大值、指数、求和、相除）；融合内核不必这样。在 CPU 上、这么小的尺寸下，比值取决于形状、线程数以及机器上同时运行的其他程序，不一定随 L 稳定增长：单元会打印这一次是否如此。
 #
 # `best_time`（来自 `course/measure.py`）先做一次不计时的预热调用（第一次调用可能要分配内存或挑选内核），再取 5 次中最快的一次：其他程序只会让时间变长，不会变短。
-
-# %% tags=["nbval-ignore-output"] en="9f3b83950e9a"
-threads = torch.get_num_threads()
-torch.set_num_threads(1)  # 单线程：对两条路径更公平，在繁忙的机器上也更稳定
-ratios = []
-with torch.inference_mode():
-    for batch, length in [(8, 64), (2, 256), (1, 512)]:
-        module = MultiHeadAttention(64, 16, 4)
-        x = torch.randn(batch, length, 64, generator=torch.Generator().manual_seed(0))
-        teaching = best_time(lambda: module(x))
-        fused = best_time(lambda: forward_with_fused_attention(module, x))
-        ratios.append(teaching / fused)
-        print(f"B={batch}, L={length:>4}: teaching path / fused = {teaching / fused:5.1f}x")
-torch.set_num_threads(threads)
-grows = all(a < b for a, b in zip(ratios, ratios[1:]))
-print(_("in this run the gap"), "grew with L at every step" if grows else "did not grow steadily with L")
 
 # %% [markdown] en="bd822382370e"
 # ## 自测
@@ -425,9 +171,6 @@ print(_("in this run the gap"), "grew with L at every step" if grows else "did n
 # 5. 取反：`key_padding_mask = ~attention_mask`（PyTorch 的 True 表示“忽略这个键”）。
 #
 # </details>
-
-# %% en="22896a5a1832"
-print("c =", 128 // 4, " parameters:", n_parameters(MultiHeadAttention(128, 128 // 4, 4)))
 
 # %% [markdown] en="f4d6f63c1b21"
 # ## 小结

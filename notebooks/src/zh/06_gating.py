@@ -14,18 +14,6 @@
 # - 给你的模块加上门，并检查整个模块，包括全局注意力；
 # - 再统计一次参数（20,608 对 13,440，这次直接来自带门控的模块），并把带 pair bias 的模块画成图。
 
-# %% en="e5c138b0f748"
-import course_setup  # noqa: F401  （把课程加入路径，打开 autoreload）
-
-# %% en="3d579536c275"
-
-import torch
-from torch import nn
-
-from course.i18n import _  # 打印的文字使用笔记本的语言
-
-torch.set_printoptions(precision=4, sci_mode=False)
-
 # %% [markdown] en="7ba5fc73b36a"
 # ## 1. 门
 #
@@ -44,35 +32,12 @@ torch.set_printoptions(precision=4, sci_mode=False)
 #
 # 手算一个三通道的例子：o = [1.2, −0.5, 2.0]，门的 logit 为 [−8, 0, 3]。
 
-# %% en="d4a32d9cd89e"
-o = torch.tensor([1.2, -0.5, 2.0], dtype=torch.float64)
-logits = torch.tensor([-8.0, 0.0, 3.0], dtype=torch.float64)
-g = torch.sigmoid(logits)
-print(_("sigmoid(logits) ="), [f"{value:.6f}" for value in g.tolist()])
-print("g * o           =", [f"{value:.6f}" for value in (g * o).tolist()])
-
 # %% [markdown] en="1b40b857ac22"
 # 通道 1 被关闭（0.000335 × 1.2 ≈ 0.0004），通道 2 通过一半（−0.25），通道 3 几乎全部通过（1.905）。三个门的总和不受任何约束：每个通道各有各的阀门。
 #
 # ### AlphaFold2 怎样初始化门
 #
 # AF2 用**权重 0、偏置 1** 初始化 `linear_g`。于是训练开始时，无论 x 是什么，每个词元、每个通道的门都是 sigmoid(1) = 0.73：注意力输出基本畅通，梯度也能到达两条分支（∂(g·o)/∂o = g = 0.73；∂(g·o)/∂logit = g(1 − g)·o = 0.197·o）。你也许在别处读到门“从 0.5 开始”：那是 PyTorch 默认初始化（小的随机权重，偏置接近 0）平均给出的值，并不是 AF2 的选择。
-
-# %% en="abe76915a6e0"
-x = torch.randn(6, 16, generator=torch.Generator().manual_seed(0))
-af2_gate = nn.Linear(16, 8)
-with torch.no_grad():
-    af2_gate.weight.zero_()
-    af2_gate.bias.fill_(1.0)
-torch.manual_seed(0)
-default_gate = nn.Linear(16, 8)
-sigmoid_1 = torch.sigmoid(torch.tensor(1.0)).item()
-print(f"sigmoid(1) = {sigmoid_1:.4f};  its slope sigmoid(1) * (1 - sigmoid(1)) = "
-      f"{sigmoid_1 * (1 - sigmoid_1):.3f}")
-with torch.no_grad():
-    for label, layer in [("AF2 init (weight 0, bias 1)", af2_gate), ("PyTorch default init", default_gate)]:
-        gates = torch.sigmoid(layer(x))
-        print(f"{label:<28} gates: mean {gates.mean():.3f}, min {gates.min():.3f}, max {gates.max():.3f}")
 
 # %% [markdown] en="e93639c7fd86"
 # ## 2. 门与注意力权重
@@ -89,24 +54,10 @@ with torch.no_grad():
 #
 # 用固定种子的玩具例子看看数字（5 个词元，4 个通道，每个门都取 AF2 的初始值 0.73）：
 
-# %% en="a40b1dd7a056"
-from course.widgets.lesson06 import gate_demo
-
-toy = gate_demo([1.0, 1.0, 1.0, 1.0])
-print(_("attention weights: each row sums to"), toy["weights"].sum(dim=-1))
-print(_("gate:"), toy["gate"], " sums to", round(toy["gate"].sum().item(), 3))
-other = gate_demo([-8.0, 0.0, 3.0, 1.0])
-print(_("other gate logits, same attention weights:"), torch.equal(toy["weights"], other["weights"]))
-
 # %% [markdown] en="28b7c4e46477"
 # ### 小部件：每个通道的门 logit
 #
 # 调节某个通道的 logit。左边的注意力图始终不变；变化的是门的条形图和门控后的输出，而且一次变一整个通道。把 logit 推到 −8，这个通道就从输出中消失；推到 +8，它原样通过。
-
-# %% tags=["nbval-ignore-output"] en="6cfa801b9218"
-from course.widgets.lesson06 import gate_explorer
-
-gate_explorer()
 
 # %% [markdown] en="68a1e8ac1aa9"
 # ## 练习 1：门
@@ -117,12 +68,6 @@ gate_explorer()
 # 2. `forward` 中，`self.gated` 为真时：在 `linear_o` 之前，把 o 乘以 `torch.sigmoid(self.linear_g(x))`；这里的 x 是 `movedim` 之后的输入（通道在最后）。
 #
 # 检查会先给门赋随机权重（这样带门与不带门的模块输出必然不同），再逐一排查几种常见错误：没有乘门、在 `linear_o` 之后才乘、漏了 sigmoid、由 o 算门、初始化不对。
-
-# %% tags=["check"] en="bc8d04a7c49a"
-from course.checks.lesson06 import check_gate
-from exercises.mha import MultiHeadAttention
-
-check_gate(MultiHeadAttention)
 
 # %% [markdown] en="c2c4c2eb733d"
 # ## 练习 2：完整的模块
@@ -136,49 +81,15 @@ check_gate(MultiHeadAttention)
 #
 # 检查失败时，提示会指出是哪种组合；要改的地方通常在 `_global_attention` 里，或者在门对它的处理上。
 
-# %% tags=["check"] en="f6e8c9c222ac"
-from course.checks.lesson06 import check_full_module
-from exercises.mha import MultiHeadAttention
-
-check_full_module(MultiHeadAttention)
-
 # %% [markdown] en="01fee1da6983"
 # ## 3. 全局注意力中的门：因序列而异
 #
 # 第 05 课的全局注意力给一列中的每条序列同样的汇总值。门由每条序列自己的 x 算出，所以乘过门之后，各条序列就不同了。没有门时，它们完全相同：
 
-# %% en="af7ac33bc925"
-msa = torch.randn(4, 3, 8, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
-torch.manual_seed(3)
-for gated in (False, True):
-    module = MultiHeadAttention(8, 4, 2, attn_dim=-3, gated=gated, is_global=True).double()
-    if gated:  # 随机的门权重，就像训练了一段时间之后（初始化时它们是 0）
-        nn.init.normal_(module.linear_g.weight, std=0.5)
-    with torch.no_grad():
-        out = module(msa)  # (S=4, R=3, 8)
-    spread = (out - out[:1]).abs().max().item()
-    print(f"gated={gated!s:5}: largest difference between sequences of a column {spread:.3g}")
-
-
 # %% [markdown] en="ce8037e12ddb"
 # ## 4. 带门控模块的参数量
 #
 # AF2 的 extra MSA 堆栈：c_e = 64，8 个头，每头宽度 8，带门控；Q/K/V 不带偏置；不计 LayerNorm。第 05 课的门是手工加上的，现在它已是模块的一部分。
-
-# %% en="8382dcedacc7"
-from course.measure import n_parameters  # sum(p.numel() for p in module.parameters())
-
-plain = MultiHeadAttention(64, 8, 8, attn_dim=-3, gated=True)
-global_ = MultiHeadAttention(64, 8, 8, attn_dim=-3, gated=True, is_global=True)
-print(f"plain gated column attention : {n_parameters(plain):,}")
-print(f"global gated column attention: {n_parameters(global_):,}")
-print(f"linear_g alone: {n_parameters(plain.linear_g):,} "
-      f"(64 x 64 weights + 64 biases); ungated: {n_parameters(plain) - n_parameters(plain.linear_g):,}"
-      f" and {n_parameters(global_) - n_parameters(global_.linear_g):,}")
-wide = MultiHeadAttention(256, 32, 8, gated=True)  # AF2 的 MSA 行注意力：c_m = 256，8 x 32
-print(f"c_in = 256, 8 heads of 32, gated: {n_parameters(wide):,} "
-      f"(5 c_in² = {5 * 256**2:,}, plus biases)")
-
 
 # %% [markdown] en="a2849354f6ed"
 # 门大约增加 c_in² 个参数（多一个 c_in × N_head·c 的矩阵），宽度守恒的模块由此从约 4·c_in² 变成约 5·c_in²。
@@ -187,35 +98,6 @@ print(f"c_in = 256, 8 heads of 32, gated: {n_parameters(wide):,} "
 #
 # 在 AF2 的行注意力（算法 7）中，pair 表征 z (R, R, c_z) 给每条序列的 R × R 分数加偏置。一个很薄的包装负责构造偏置，再交给你的模块：z → LayerNorm → 到 N_head 的 Linear（不带偏置）→ 把头的轴挪到前面：(N_head, R, R) → 为序列插入大小为 1 的轴：(1, N_head, R, R)，它能与分数 (S, N_head, R, R) 广播（第 04 课）。你的模块的 `forward` 要的正是这样一个已经能与分数广播的偏置。
 
-# %% en="788b70e8c937"
-class RowAttentionWithPairBias(nn.Module):
-    """Gated MSA row attention whose scores get a bias from the pair representation z."""
-
-    def __init__(self, c_m: int, c_z: int, c: int, N_head: int):
-        super().__init__()
-        self.layer_norm_z = nn.LayerNorm(c_z)
-        self.linear_z = nn.Linear(c_z, N_head, bias=False)
-        self.attention = MultiHeadAttention(c_m, c, N_head, attn_dim=-2, gated=True)
-
-    def forward(self, m, z):
-        """m: (*, S, R, c_m); z: (*, R, R, c_z). returns (*, S, R, c_m)."""
-        b = self.linear_z(self.layer_norm_z(z))  # (*, R, R, N_head)
-        b = b.movedim(-1, -3)  # (*, N_head, R, R)
-        b = b.unsqueeze(-4)  # (*, 1, N_head, R, R)：每条序列用同一个偏置
-        return self.attention(m, bias=b)
-
-
-torch.manual_seed(4)
-row_attention = RowAttentionWithPairBias(c_m=16, c_z=6, c=3, N_head=4)
-m_in = torch.randn(5, 7, 16)  # S=5 条序列，R=7 个残基，c_m=16
-z_in = torch.randn(7, 7, 6)   # pair 表征，c_z=6
-print(_("output:"), tuple(row_attention(m_in, z_in).shape))
-
-# %% tags=["nbval-ignore-output"] en="a91a63373311"
-from course.plots import show_model_graph
-
-graph = show_model_graph(row_attention, [m_in, z_in], "RowAttentionWithPairBias")
-
 # %% [markdown] en="2114b7e6e23b"
 # 顺着两个输入看。z (7, 7, 6) 经过 `LayerNorm` 和到 4 个头的 `Linear`（7, 7, 4），再经 `movedim`（4, 7, 7）和 `unsqueeze`（1, 4, 7, 7）：这是偏置的路径。m (5, 7, 16) 经过三个投影、拆分头，得到缩放后的分数 (5, 4, 7, 7)；偏置在这里、在 softmax 之前加上（`add`）。门是从 m 出发的那个额外的 `Linear`（到 12 = 4 × 3 个通道），接着是 `sigmoid`，再与合并后的注意力输出做 `mul`，紧挨在最后一个 `Linear`（`linear_o`）之前。
 #
@@ -223,7 +105,7 @@ graph = show_model_graph(row_attention, [m_in, z_in], "RowAttentionWithPairBias"
 #
 # - 在 AlphaFold2 中，带门控的注意力模块是算法 7 和 8（MSA 行注意力和列注意力）、13 和 14（三角注意力）以及 19（全局列注意力）。算法 17（模板逐点注意力）不带门控。不变点注意力（算法 22）也没有输出门：它的每头权重 γ^h 缩放的是注意力 logit 内部的点距离项，那是另一回事。
 # - 同样的模式，“某个投影的 sigmoid 乘以另一个信号”，也出现在 LSTM（3 个门）、GRU（2 个门）、highway 网络和 GLU 风格的前馈层中（SwiGLU 用 SiLU 代替普通的 sigmoid）。混合专家（MoE）的路由器是另一种门：它对各专家做 softmax（配合 top-k）来挑选专家，专家之间相互竞争，没被选中的专家根本不计算；AF2 的门则把一切都算出来，只做过滤。
-# - 第 08 课讨论 2025 年的门控注意力论文：它把同类的门放在语言模型的注意力之后，第 08 课检验它的论断。
+# - 第 08 课讨论 2025 年的门控注意力论文：论文把同类的门放在语言模型的注意力之后，我们将在第 08 课检验它的论断。
 #
 # ## 自测
 #
