@@ -18,7 +18,7 @@ way (missing, untranslated, stale).
 
 A source of the old format (every cell, code included, comments translated in place) is still
 read, its code compared with the English token by token, while its lesson is listed in
-OLD_FORMAT; `python -m course.zh_source --convert NN` turns it into prose only.
+OLD_FORMAT; `python -m course.zh_convert --convert NN` turns it into prose only.
 
 The READMEs (README.md and the student release's course/release/README.md, each with its
 README.zh-CN.md) are checked the same way by section: a section is a heading and the text under
@@ -49,7 +49,7 @@ from course.zh_numbers import problems as number_problems
 # for its Chinese source); empty: every lesson is translated
 PENDING: set[str] = set()
 # Chinese sources still in the old format (code cells of their own, comments translated in
-# place), by lesson number, until `python -m course.zh_source --convert NN` turns them into prose
+# place), by lesson number, until `python -m course.zh_convert --convert NN` turns them into prose
 # only; a source of the old format not listed here, or a listed one in the new format, is a problem
 OLD_FORMAT: set[str] = set()
 ZH = Path("notebooks") / "src" / "zh"
@@ -121,7 +121,7 @@ def pair_problems(pair: Pair, root: Path = ROOT) -> list[str]:
     old = any(cell.cell_type != "markdown" for cell in zh_cells)
     if old and lesson not in OLD_FORMAT:
         return [f"{zh_name} holds code cells: a Chinese source holds prose only (its code is the "
-                f"English code): `python -m course.zh_source --convert {lesson}`"]
+                f"English code): `python -m course.zh_convert --convert {lesson}`"]
     if not old and lesson in OLD_FORMAT:
         found.append(f"{zh_name} holds prose only: remove {lesson!r} from OLD_FORMAT in course/drift.py")
     numbers = [i for i, c in enumerate(en_cells) if old or c.cell_type == "markdown"]

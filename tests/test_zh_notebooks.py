@@ -26,7 +26,8 @@ from course.drift import (OLD_FORMAT, PENDING, READMES, Pair, cell_hash, code_wi
                           readme_problems, sections, skeleton)
 from course.playground import NOTEBOOKS as PLAYGROUND, render
 from course.zh_numbers import zh_only
-from course.zh_source import compose, convert, is_prose_only
+from course.zh_convert import convert
+from course.zh_source import compose, is_prose_only
 
 ZH_SOURCES = sources(lang="zh")
 
@@ -42,7 +43,7 @@ def test_chinese_sources_hold_prose_only():
     found, _missing = pairs()
     assert len(found) == len(ZH_SOURCES) + 1  # the lessons and the playground
     old = {pair.chinese.name[:2] for pair in found if not is_prose_only(pair.chinese)}
-    assert old == OLD_FORMAT, "convert with `python -m course.zh_source --convert NN`"
+    assert old == OLD_FORMAT, "convert with `python -m course.zh_convert --convert NN`"
 
 
 def test_code_cells_are_the_english_code():

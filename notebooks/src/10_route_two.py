@@ -452,8 +452,8 @@ print("gradcheck of the decay matrix form:",
       torch.autograd.gradcheck(decayed_attention, small, fast_mode=True))
 
 # %% [markdown]
-# The course repository checks your forms against the libraries' own references (its test
-# `tests/test_lesson10_upstream.py`, not part of the student handout, restates them): fla's
+# The course repository checks your forms against the libraries' own references (one of its
+# tests, not part of the student handout, restates them): fla's
 # `naive_recurrent_gla` (the recurrence of GLA with a decay per key channel; given the same decay
 # on every channel it is your `decayed_recurrent`, with q scaled by 1/√d) and the minimal SSD code
 # of Mamba-2 (`ssd_minimal_discrete`, chunked, with its `segsum`), both in float64 to 1e-12.

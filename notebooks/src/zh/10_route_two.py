@@ -119,7 +119,7 @@
 # %% [markdown] en="61cc64cf9b64"
 # 两种形式的前向和反向，L = 256，衰减在 0.5 和 1 之间（差值相对于最大元素来量，同第 3 节），再加上 `gradcheck`：
 
-# %% [markdown] en="be2a98d7f020"
+# %% [markdown] en="044bfcaaa6df"
 # 课程仓库用两个库各自的参考实现来检查你的形式（仓库里有一个测试复述了这两份代码，它不随学生版分发）：一是 fla 的 `naive_recurrent_gla`（GLA 的递推，键的每个通道各有一个衰减；所有通道取同一个衰减、再把 q 乘以 1/√d，就是你的 `decayed_recurrent`），二是 Mamba-2 的最小 SSD 代码（`ssd_minimal_discrete`，分块形式，带 `segsum`）。两者与你的形式在 float64 下都相差不超过 1e-12。
 #
 # ## 8. Nyström 地标点，再看第 05 课
