@@ -215,6 +215,14 @@ def test_the_figure_draws_chinese_glyphs():
 
 
 @pytest.mark.slow
+def test_the_page_reads_every_suffix_a_derived_case_takes():
+    """A derived case's name ("..., called twice") is read back to English by its suffix: every
+    suffix the checks append (course/checks/lines.py) is one the class page knows."""
+    from course.checks.lines import _SUFFIXES
+
+    assert {suffix for _pattern, suffix in _SUFFIXES} == set(cz.DERIVED_SUFFIXES)
+
+
 def test_a_chinese_message_names_the_cause_of_the_english_one(monkeypatch):
     """A student whose checks speak Chinese counts under the same cause (and the same English
     case name) as one whose checks speak English: every mutant of lessons 00-02, both ways."""

@@ -132,7 +132,8 @@ class Catalog:
         return name
 
 
-DERIVED_SUFFIXES = ("in {dtype}", "on the meta device")   # course/checks/lines.py
+# what course/checks/kinds.py appends to a derived case's name (course/checks/lines.py: _SUFFIXES)
+DERIVED_SUFFIXES = ("in {dtype}", "on the meta device", "called twice")
 
 
 @functools.lru_cache(maxsize=4)
