@@ -12,7 +12,8 @@ each once:
 The value is JSON where JSON can say it (None, bools, ints, floats, strings, lists), and one-key
 objects for the rest: {"d": [[key, value], ...]} a dict, {"o": ...} an OrderedDict,
 {"t": [...]} a tuple, {"T": [storage, dtype, offset, shape, stride, requires_grad]} a tensor
-(views of one storage stay views of one storage), {"P": tensor} an nn.Parameter, {"dt": name} a
+(views of one storage stay views of one storage), {"M": [dtype, offset, shape, stride,
+requires_grad]} a tensor on the meta device (no data), {"P": tensor} an nn.Parameter, {"dt": name} a
 dtype, {"S": [...]} a torch.Size. Anything else cannot be written (`Unsupported`), so that a
 reader never gets something other than what torch.load would have given; `load` reads a
 torch.save file as torch.load(weights_only=True) does, so that a reader takes either.
@@ -70,11 +71,23 @@ class _Writer:
         return [self.storage(value), dtype, value.storage_offset(), list(value.shape),
                 list(value.stride()), value.requires_grad]
 
+    @staticmethod
+    def meta(value: torch.Tensor) -> list:
+        """A tensor on the meta device: its dtype, offset, shape and strides (it holds no data)."""
+        dtype = str(value.dtype).removeprefix("torch.")
+        if dtype not in DTYPES or value.layout != torch.strided or value.grad_fn is not None:
+            raise Unsupported(f"a meta tensor this format does not hold ({value.dtype}, "
+                              f"{value.layout})")
+        return [dtype, value.storage_offset(), list(value.shape), list(value.stride()),
+                value.requires_grad]
+
     def value(self, value):
         if value is None or type(value) in (bool, int, float, str):
             return value
         if type(value) is torch.nn.Parameter:
             return {"P": self.tensor(value)}
+        if type(value) is torch.Tensor and value.device.type == "meta":
+            return {"M": self.meta(value)}
         if type(value) is torch.Tensor:
             return {"T": self.tensor(value)}
         if isinstance(value, torch.dtype):
@@ -144,6 +157,11 @@ class _Reader:
         (kind, inner), = value.items()
         if kind == "T":
             return self.tensor(inner)
+        if kind == "M":
+            dtype, offset, shape, stride, requires_grad = inner
+            tensor = torch.empty(0, dtype=DTYPES[dtype], device="meta").as_strided(
+                shape, stride, offset)
+            return tensor.requires_grad_(True) if requires_grad else tensor
         if kind == "d":
             return dict(inner)
         if kind == "t":
