@@ -37,7 +37,8 @@ import course_setup  # noqa: F401  (puts the course on the path, turns on autore
 import matplotlib.pyplot as plt
 import torch
 
-from course.i18n import _  # figure titles and labels in the notebook's language
+from course.columns import pad
+from course.i18n import N_, _  # printed labels, figure titles and axes in the notebook's language
 
 torch.set_printoptions(precision=4, sci_mode=False)
 
@@ -83,8 +84,8 @@ weights = feature_map(q) @ feature_map(k).T                  # (6, 9)
 quadratic = weights @ v / weights.sum(dim=-1, keepdim=True)
 S, z = feature_map(k).T @ v, feature_map(k).sum(dim=0)       # (4, 3) and (4,)
 associative = feature_map(q) @ S / (feature_map(q) @ z)[:, None]
-print("weights", tuple(weights.shape), " state", tuple(S.shape), " normaliser", tuple(z.shape))
-print("max |quadratic - associative| below 1e-12:",
+print(_("weights"), tuple(weights.shape), _(" state"), tuple(S.shape), _(" normaliser"), tuple(z.shape))
+print(_("max |quadratic - associative| below 1e-12:"),
       (quadratic - associative).abs().max().item() < 1e-12)
 
 # %% [markdown]
@@ -149,10 +150,10 @@ for start in (0, 4, 8):
     part, state = linear_attention_recurrent(q[:, start:start + 4], k[:, start:start + 4],
                                              v[:, start:start + 4], state=state)
     pieces.append(part)
-print("state S", tuple(state[0].shape), "and z", tuple(state[1].shape), "carried between calls")
-print("three calls of 4 tokens = one call of 12, to 1e-12:",
+print(_("state S"), tuple(state[0].shape), _("and z"), tuple(state[1].shape), _("carried between calls"))
+print(_("three calls of 4 tokens = one call of 12, to 1e-12:"),
       (torch.cat(pieces, dim=1) - whole).abs().max().item() < 1e-12)
-print("equal to your quadratic form, to 1e-12:",
+print(_("equal to your quadratic form, to 1e-12:"),
       (linear_attention(q, k, v) - whole).abs().max().item() < 1e-12)
 
 # %% [markdown]
@@ -201,10 +202,10 @@ from exercises.linear import linear_attention_cumsum
 generator = torch.Generator().manual_seed(12)
 q, k, v = (torch.randn(2, 256, 16, generator=generator, dtype=torch.float64) for _ in range(3))
 forms = {
-    "quadratic": lambda q, k, v: linear_attention(q, k, v),
-    "recurrence": lambda q, k, v: linear_attention_recurrent(q, k, v)[0],
-    "chunked (64)": lambda q, k, v: linear_attention_chunked(q, k, v, chunk=64),
-    "cumsum": linear_attention_cumsum,
+    N_("quadratic"): lambda q, k, v: linear_attention(q, k, v),
+    N_("recurrence"): lambda q, k, v: linear_attention_recurrent(q, k, v)[0],
+    N_("chunked (64)"): lambda q, k, v: linear_attention_chunked(q, k, v, chunk=64),
+    N_("cumsum"): linear_attention_cumsum,
 }
 loss_weights = torch.randn(2, 256, 16, generator=generator, dtype=torch.float64)
 results = {}
@@ -219,9 +220,10 @@ def relative_gap(mine, theirs):
 
 for name in list(forms)[1:]:
     gaps = [relative_gap(mine, theirs) for mine, theirs in zip(results[name], results["quadratic"])]
-    print(f"{name:13} vs quadratic: output and dq, dk, dv agree to 1e-12: {max(gaps) < 1e-12}")
+    print(pad(_(name), 13) + _(" vs quadratic: output and dq, dk, dv agree to 1e-12: {agree}")
+          .format(agree=max(gaps) < 1e-12))
 small = [t[:1, :10, :3].clone().requires_grad_(True) for t in (q, k, v)]
-print("gradcheck of the chunked form (chunks of 4):",
+print(_("gradcheck of the chunked form (chunks of 4):"),
       torch.autograd.gradcheck(lambda *t: linear_attention_chunked(*t, chunk=4), small,
                                fast_mode=True))
 
@@ -241,30 +243,30 @@ print("gradcheck of the chunked form (chunks of 4):",
 from course.lessons.lesson10 import agree, memory_of
 
 memory_forms = {
-    "quadratic": lambda q, k, v: linear_attention(q, k, v),
-    "recurrence": lambda q, k, v: linear_attention_recurrent(q, k, v)[0],
-    "chunked": lambda q, k, v: linear_attention_chunked(q, k, v, chunk=8),
-    "cumsum": linear_attention_cumsum,
+    N_("quadratic"): lambda q, k, v: linear_attention(q, k, v),
+    N_("recurrence"): lambda q, k, v: linear_attention_recurrent(q, k, v)[0],
+    N_("chunked"): lambda q, k, v: linear_attention_chunked(q, k, v, chunk=8),
+    N_("cumsum"): linear_attention_cumsum,
 }
 lengths = [16, 32, 64]
 memory = memory_of(memory_forms, lengths, lambda L: (4, L, 32))
 output_bytes = {L: 4 * L * 32 * 4 for L in lengths}
 
 # %% tags=["nbval-ignore-output"]
-print(f"{'form':11} {'L':>4} {'predicted peak':>15} {'measured peak':>14} {'peak - output':>14}"
-      "   (bytes)")
+print(pad(_("form"), 11), f"{'L':>4}", pad(_("predicted peak"), 15, ">"), pad(_("measured peak"), 14, ">"),
+      pad(_("peak - output"), 14, ">") + _("   (bytes)"))
 for (name, L), (predicted, measured) in memory.items():
-    print(f"{name:11} {L:>4} {predicted.peak:>15,} {measured.peak:>14,} "
+    print(pad(_(name), 11) + f" {L:>4} {predicted.peak:>15,} {measured.peak:>14,} "
           f"{predicted.peak - output_bytes[L]:>14,}")
 
 # %%
-print("predicted = measured within 1 % for every form and L:", agree(memory, within=0.01))
+print(_("predicted = measured within 1 % for every form and L:"), agree(memory, within=0.01))
 
 # %% tags=["nbval-ignore-output"]
 for name in memory_forms:  # how your forms grow: it depends on how they are written
     held = [memory[name, L][0].peak - output_bytes[L] for L in lengths]
-    print(f"{name:11} beyond the output, when L doubles: x {held[1] / held[0]:.2f}, "
-          f"x {held[2] / held[1]:.2f}")
+    print(pad(_(name), 11) + _(" beyond the output, when L doubles: x {first:.2f}, x {second:.2f}")
+          .format(first=held[1] / held[0], second=held[2] / held[1]))
 
 # %% [markdown]
 # Beyond the output, which every form writes, the recurrence holds the same bytes at every length:
@@ -280,9 +282,10 @@ L, d = 8192, 64
 states_bytes = L * d * d * 8
 cumsum_peak = predict_call(linear_attention_cumsum, [(1, L, d)] * 3, dtype=torch.float64).peak
 recurrence_state = (d * d + d) * 8
-print(f"L = {L:,}, d = e = {d}, float64: the prefix states (L, d, e) are {states_bytes / 2**20:.0f} "
-      f"MiB; the cumsum form's peak on meta {cumsum_peak / 2**20:.0f} MiB; the recurrence's state "
-      f"{recurrence_state / 2**10:.1f} KiB")
+print(_("L = {L:,}, d = e = {d}, float64: the prefix states (L, d, e) are {states:.0f} MiB; the "
+        "cumsum form's peak on meta {peak:.0f} MiB; the recurrence's state {state:.1f} KiB")
+      .format(L=L, d=d, states=states_bytes / 2**20, peak=cumsum_peak / 2**20,
+              state=recurrence_state / 2**10))
 
 # %% [markdown]
 # The cumsum form's peak is a little over twice the states: the products φ(kₜ) vₜᵀ of every token
@@ -309,11 +312,11 @@ from course.lessons.lesson10 import first_overflow, normaliser_float16
 generator = torch.Generator().manual_seed(0)
 a, b = (torch.randn(100_000, 64, generator=generator) for _ in range(2))
 per_key = (feature_map(a) * feature_map(b)).sum(dim=-1).mean().item()
-print(f"mean of φ(q) · φ(k) at d = 64: {per_key:.1f}; float16's largest number: "
-      f"{torch.finfo(torch.float16).max:,.0f}")
+print(_("mean of φ(q) · φ(k) at d = 64: {mean:.1f}; float16's largest number: {largest:,.0f}")
+      .format(mean=per_key, largest=torch.finfo(torch.float16).max))
 overflow = first_overflow(range(64, 1025, 64), d=64)
-print("first L with an inf normaliser, 5 draws:", overflow)
-print("at L = 512 every draw is finite:",
+print(_("first L with an inf normaliser, 5 draws:"), overflow)
+print(_("at L = 512 every draw is finite:"),
       all(torch.isfinite(normaliser_float16(512, 64, s)).all().item() for s in range(5)))
 
 # %% [markdown]
@@ -333,10 +336,11 @@ naive = (feature_map(qh) @ feature_map(kh).transpose(-2, -1)).tril()
 naive_out = naive @ vh / naive.sum(dim=-1, keepdim=True)  # everything in float16
 yours = linear_attention(qh, kh, vh)
 reference = linear_attention(qh.float(), kh.float(), vh.float())
-print("all in float16: finite rows", int(torch.isfinite(naive_out).all(dim=-1).sum()), "of 1024,",
-      "all-zero rows", int((naive_out == 0).all(dim=-1).sum()))
-print("yours: dtype", yours.dtype, "| finite everywhere:", bool(torch.isfinite(yours).all()),
-      "| max |yours - float32 result| below 1e-3:",
+print(_("all in float16: finite rows {finite} of 1024, all-zero rows {zero}")
+      .format(finite=int(torch.isfinite(naive_out).all(dim=-1).sum()),
+              zero=int((naive_out == 0).all(dim=-1).sum())))
+print(_("yours: dtype"), yours.dtype, _("| finite everywhere:"), bool(torch.isfinite(yours).all()),
+      _("| max |yours - float32 result| below 1e-3:"),
       (yours.float() - reference).abs().max().item() < 1e-3)
 
 # %% [markdown]
@@ -355,15 +359,16 @@ print("yours: dtype", yours.dtype, "| finite everywhere:", bool(torch.isfinite(y
 # %%
 from course.lessons.lesson10 import cumulative_product_trap
 
-print("float32's smallest positive number is 2^-149:",
+print(_("float32's smallest positive number is 2^-149:"),
       torch.tensor(2.0 ** -149, dtype=torch.float32).item() > 0,
-      "| 2^-150 rounds to 0:", torch.tensor(2.0 ** -150, dtype=torch.float32).item() == 0)
+      _("| 2^-150 rounds to 0:"), torch.tensor(2.0 ** -150, dtype=torch.float32).item() == 0)
 for a in (0.5, 0.9):
     trap = cumulative_product_trap(a, 1200)
-    print(f"a = {a}: P_t is 0 from t = {trap['zero']}; the decay matrix P_t / P_s has NaN from "
-          f"row t = {trap['nan row']}; a step's ratio P_t / P_(t-1) is exactly 1.0 first at "
-          f"t = {trap['ratio one'] or 'never (the product reaches 0 first)'}")
-print("float64, a = 0.5: P_t is 0 from t =", cumulative_product_trap(0.5, 1200, torch.float64)['zero'])
+    print(_("a = {a}: P_t is 0 from t = {zero}; the decay matrix P_t / P_s has NaN from row t = "
+            "{nan_row}; a step's ratio P_t / P_(t-1) is exactly 1.0 first at t = {one}")
+          .format(a=a, zero=trap['zero'], nan_row=trap['nan row'],
+                  one=trap['ratio one'] or _("never (the product reaches 0 first)")))
+print(_("float64, a = 0.5: P_t is 0 from t ="), cumulative_product_trap(0.5, 1200, torch.float64)['zero'])
 
 # %% [markdown]
 # Sum the decays in **log space** instead: with cₜ = log a₁ + … + log aₜ (a cumulative sum of
@@ -446,9 +451,9 @@ for name, form in [("recurrence", lambda *t: decayed_recurrent(*t)[0]),
     out = form(*leaves)
     grads[name] = (out.detach(), *torch.autograd.grad((out * loss_weights).sum(), leaves))
 gaps = [relative_gap(a, b) for a, b in zip(grads["recurrence"], grads["decay matrix"])]
-print("output and the gradients of q, k, v, log_a agree to 1e-12:", max(gaps) < 1e-12)
+print(_("output and the gradients of q, k, v, log_a agree to 1e-12:"), max(gaps) < 1e-12)
 small = [t[:1, :8].clone().requires_grad_(True) for t in (q, k, v, log_a)]
-print("gradcheck of the decay matrix form:",
+print(_("gradcheck of the decay matrix form:"),
       torch.autograd.gradcheck(decayed_attention, small, fast_mode=True))
 
 # %% [markdown]
@@ -528,13 +533,13 @@ with torch.no_grad():
     values = ungated.linear_v(x).unsqueeze(-3).expand(2, 4, 10, 4)
     one_landmark = nystrom_attention(queries, keys, values, 1, padding[:, None].expand(2, 4, 10))
     mine = ungated.linear_o(merge_heads(one_landmark))
-    print("Nyström, m = 1 = lesson 05's global attention (no gate), to 1e-12:",
+    print(_("Nyström, m = 1 = lesson 05's global attention (no gate), to 1e-12:"),
           (mine - ungated(x, attention_mask=padding)).abs().max().item() < 1e-12)
-    print("every real token gets the same row:", torch.allclose(mine[1, :7], mine[1, :1]))
-    print("with lesson 05's per-token gate the rows differ: max gap",
+    print(_("every real token gets the same row:"), torch.allclose(mine[1, :7], mine[1, :1]))
+    print(_("with lesson 05's per-token gate the rows differ: max gap"),
           f"{(mine - gated(x, attention_mask=padding)).abs().max().item():.2f}")
     unmasked = ungated.linear_o(merge_heads(nystrom_attention(queries, keys, values, 1)))
-    print("landmarks over the padding too (no mask): the real tokens' outputs change by",
+    print(_("landmarks over the padding too (no mask): the real tokens' outputs change by"),
           f"{(unmasked[1, :7] - mine[1, :7]).abs().max().item():.2f}")
 
 # %% [markdown]
@@ -564,26 +569,27 @@ from course.lessons.lesson10 import nystrom_errors, smooth_sequence
 
 landmarks = [1, 2, 4, 8, 16, 32, 64]
 data = {
-    "slowly varying": [smooth_sequence(64, 16, seed) for seed in (1, 2, 3)],
-    "independent tokens": [torch.randn(64, 16, generator=torch.Generator().manual_seed(seed),
+    N_("slowly varying"): [smooth_sequence(64, 16, seed) for seed in (1, 2, 3)],
+    N_("independent tokens"): [torch.randn(64, 16, generator=torch.Generator().manual_seed(seed),
                                        dtype=torch.float64) for seed in (1, 2, 3)],
 }
 errors = {(name, inverse_name): nystrom_errors(nystrom_attention, *tensors, landmarks,
                                                inverse=inverse)
           for name, tensors in data.items()
-          for inverse_name, inverse in [("iterative", iterative_pinv),
-                                        ("exact", torch.linalg.pinv)]}
-print(f"{'q, k, v':19} {'inverse':10}" + "".join(f"{m:>7}" for m in landmarks))
+          for inverse_name, inverse in [(N_("iterative"), iterative_pinv),
+                                        (N_("exact"), torch.linalg.pinv)]}
+print(pad("q, k, v", 19), pad(_("inverse"), 10) + "".join(f"{m:>7}" for m in landmarks))
 for (name, inverse_name), row in errors.items():
-    print(f"{name:19} {inverse_name:10}" + "".join(f"{row[m]:>7.3f}" for m in landmarks))
+    print(pad(_(name), 19), pad(_(inverse_name), 10) + "".join(f"{row[m]:>7.3f}" for m in landmarks))
 
 # %%
 for name in data:
     row = errors[name, "iterative"]
-    print(f"{name:19}: with the iterative inverse, from m = 2 on the error falls at each "
-          f"doubling of m: {all(row[b] < row[a] for a, b in zip(landmarks[1:], landmarks[2:]))}; "
-          f"m = 64 below m = 1: {row[64] < row[1]}")
-print("exact pseudo-inverse at m = L: Nyström is softmax (error below 1e-9):",
+    print(pad(_(name), 19) + _(": with the iterative inverse, from m = 2 on the error falls at each "
+                              "doubling of m: {falls}; m = 64 below m = 1: {below}")
+          .format(falls=all(row[b] < row[a] for a, b in zip(landmarks[1:], landmarks[2:])),
+                  below=row[64] < row[1]))
+print(_("exact pseudo-inverse at m = L: Nyström is softmax (error below 1e-9):"),
       all(errors[name, "exact"][64] < 1e-9 for name in data))
 
 # %% [markdown]
@@ -626,37 +632,37 @@ from course.lessons.lesson10 import load_recall, recall_table, recheck_recall
 
 shipped = load_recall()
 recall = recall_table(shipped)
-kinds = [kind for kind in ("softmax", "window", "linear", "decayed") if kind in recall]
+kinds = [kind for kind in (N_("softmax"), N_("window"), N_("linear"), N_("decayed")) if kind in recall]
 rechecked = recheck_recall(shipped)
-print("runs shipped:", {kind: recall[kind]["seeds"] for kind in kinds},
-      "| steps per run:", shipped["runs"][next(iter(shipped["runs"]))]["config"]["steps"])
-print("the seed-0 models measured again on load (N = 48, 128 validation sequences) "
-      "give the shipped accuracy:", {kind: rechecked[kind][0] == rechecked[kind][1] for kind in kinds})
+print(_("runs shipped:"), {kind: recall[kind]["seeds"] for kind in kinds},
+      _("| steps per run:"), shipped["runs"][next(iter(shipped["runs"]))]["config"]["steps"])
+print(_("the seed-0 models measured again on load (N = 48, 128 validation sequences) "
+        "give the shipped accuracy:"), {kind: rechecked[kind][0] == rechecked[kind][1] for kind in kinds})
 
 # %%
 pairs = shipped["task"]["pairs_eval"]
-print(f"{'attention':9} {'numbers kept per sequence at N = 48':>36}" +
+print(pad(_("attention"), 9), pad(_("numbers kept per sequence at N = 48"), 36, ">") +
       "".join(f"{'N = ' + str(n):>9}" for n in pairs))
 for kind in kinds:
     entry = recall[kind]
-    print(f"{kind:9} {entry['state'][str(pairs[-1])]:>36,}" +
+    print(pad(_(kind), 9) + f" {entry['state'][str(pairs[-1])]:>36,}" +
           "".join(f"{entry['accuracy'][str(n)]:>9.3f}" for n in pairs))
-print("(accuracy over the questions of 512 validation sequences, mean of the seeds; "
-      "chance is 1/64 = 0.016)")
+print(_("(accuracy over the questions of 512 validation sequences, mean of the seeds; "
+        "chance is 1/64 = 0.016)"))
 
 # %% tags=["nbval-ignore-output"]
-print("CPU-seconds per run (one thread, this course's machine):",
+print(_("CPU-seconds per run (one thread, this course's machine):"),
       {kind: round(recall[kind]["cpu_seconds"]) for kind in kinds})
 
 # %% tags=["nbval-ignore-output"]
 fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
 for kind in kinds:
     entry = recall[kind]
-    left.plot(pairs, [entry["accuracy"][str(n)] for n in pairs], "o-", label=kind)
+    left.plot(pairs, [entry["accuracy"][str(n)] for n in pairs], "o-", label=_(kind))
     left.fill_between(pairs, [entry["lowest"][str(n)] for n in pairs],
                       [entry["highest"][str(n)] for n in pairs], alpha=0.15)
     right.semilogx([entry["state"][str(n)] for n in pairs],
-                   [entry["accuracy"][str(n)] for n in pairs], "o-", label=kind)
+                   [entry["accuracy"][str(n)] for n in pairs], "o-", label=_(kind))
 left.set(xlabel=_("key-value pairs N (L = 3N)"), ylabel=_("recall accuracy"),
          title=_("recall against the number of pairs (band: lowest and highest seed)"))
 right.set(xlabel=_("numbers kept per sequence (one layer)"), ylabel=_("recall accuracy"),
@@ -671,13 +677,13 @@ def best(n):
     return max(kinds, key=lambda kind: recall[kind]["accuracy"][str(n)])
 
 
-print("highest accuracy at each N:", {n: best(n) for n in pairs})
-print("softmax above linear at every N:", all(recall["softmax"]["accuracy"][str(n)] >
+print(_("highest accuracy at each N:"), {n: best(n) for n in pairs})
+print(_("softmax above linear at every N:"), all(recall["softmax"]["accuracy"][str(n)] >
                                               recall["linear"]["accuracy"][str(n)] for n in pairs))
-print("linear attention's accuracy falls at every step of N:",
+print(_("linear attention's accuracy falls at every step of N:"),
       all(recall["linear"]["accuracy"][str(a)] > recall["linear"]["accuracy"][str(b)]
           for a, b in zip(pairs, pairs[1:])))
-print("decayed minus linear, per N:", {n: round(recall["decayed"]["accuracy"][str(n)] -
+print(_("decayed minus linear, per N:"), {n: round(recall["decayed"]["accuracy"][str(n)] -
                                                 recall["linear"]["accuracy"][str(n)], 3)
                                        for n in pairs})
 
@@ -713,19 +719,21 @@ from course.lessons.lesson10 import lesson09_figures
 
 route_one = lesson09_figures()
 naive_growth, tiled_growth = route_one["naive", "training"], route_one["tiled", "training"]
-print("lesson 09, training, at each doubling of L: naive attention's peak x "
-      f"{naive_growth[0]} {naive_growth[1]:g}: {naive_growth[2]}, what it keeps x "
-      f"{naive_growth[3]:.2f}; tiled: peak x {tiled_growth[0]} {tiled_growth[1]:g}: "
-      f"{tiled_growth[2]}, kept x {tiled_growth[3]:.2f}")
-print(f"lesson 09, column attention at S = 5,120, one layer kept for training: naive "
-      f"{route_one['kept GB']['naive']:.0f} GB, tiled {route_one['kept GB']['tiled']:.3f} GB")
+print(_("lesson 09, training, at each doubling of L: naive attention's peak x {naive_cmp} "
+        "{naive_bound:g}: {naive_holds}, what it keeps x {naive_kept:.2f}; tiled: peak x "
+        "{tiled_cmp} {tiled_bound:g}: {tiled_holds}, kept x {tiled_kept:.2f}")
+      .format(naive_cmp=naive_growth[0], naive_bound=naive_growth[1], naive_holds=naive_growth[2],
+              naive_kept=naive_growth[3], tiled_cmp=tiled_growth[0], tiled_bound=tiled_growth[1],
+              tiled_holds=tiled_growth[2], tiled_kept=tiled_growth[3]))
+print(_("lesson 09, column attention at S = 5,120, one layer kept for training: naive {naive:.0f} "
+        "GB, tiled {tiled:.3f} GB").format(naive=route_one['kept GB']['naive'],
+                                          tiled=route_one['kept GB']['tiled']))
 held = {name: [memory[name, L][0].peak - output_bytes[L] for L in lengths]
         for name in memory_forms}
-print(f"lesson 10, inference, beyond the output, when L doubles (32 -> 64): recurrence "
-      f"x {held['recurrence'][2] / held['recurrence'][1]:.2f}, chunked "
-      f"x {held['chunked'][2] / held['chunked'][1]:.2f}, cumsum x "
-      f"{held['cumsum'][2] / held['cumsum'][1]:.2f}, quadratic x "
-      f"{held['quadratic'][2] / held['quadratic'][1]:.2f}")
+growth = {name: held[name][2] / held[name][1] for name in held}
+print(_("lesson 10, inference, beyond the output, when L doubles (32 -> 64): recurrence x "
+        "{recurrence:.2f}, chunked x {chunked:.2f}, cumsum x {cumsum:.2f}, quadratic x "
+        "{quadratic:.2f}").format(**growth))
 
 # %% [markdown]
 # | | exact? | memory in L | compute in L | what breaks | measured here |
