@@ -444,12 +444,10 @@ def _gradient(outcome) -> str | None:
     absent = [k for k in wrong if k in missing(got)]  # autograd gave None: cut, not NaN
     nan = [k for k in wrong if k not in absent and torch.isnan(got[k]).any()
            and not torch.isnan(expected[k]).any()]
-    partly = [k for k in nan if not torch.isnan(got[k]).all()]
-    if partly and not absent:  # NaN in some entries only: made by the forward pass
-        return _(NAN_GRADIENT).format(name=", ".join(k.removeprefix("grad ") for k in partly))
-    cut = absent or [k for k in nan if k not in partly]
-    names = ", ".join(k.removeprefix("grad ") for k in (cut or wrong))
-    return _(CUT_GRADIENT_HINT if cut else WRONG_GRADIENT_HINT).format(name=names)
+    if nan and not absent:  # NaN the code computed (every gradient run keeps a None as missing)
+        return _(NAN_GRADIENT).format(name=", ".join(k.removeprefix("grad ") for k in nan))
+    names = ", ".join(k.removeprefix("grad ") for k in (absent or wrong))
+    return _(CUT_GRADIENT_HINT if absent else WRONG_GRADIENT_HINT).format(name=names)
 
 
 def _tolerance(outcome) -> tuple[float, float]:
