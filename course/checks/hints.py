@@ -167,6 +167,14 @@ ERROR_HINTS = [
                      r"the desired ordering",
      N_("permute names every axis, so it fits one number of axes only: movedim or transpose "
         "with negative axes work for any number of leading batch axes")),
+    # a negative axis out of range: the code counts from the end already, on a tensor with fewer
+    # axes than the one the number was meant for
+    ("IndexError", r"Dimension out of range \(expected to be in range of \[-(\d+), \d+\], but got "
+                   r"(-\d+)\)",
+     N_("axis {1} does not exist in a tensor of {0} axes: this tensor has fewer axes than the one "
+        "the axis number was meant for (a mask has one axis fewer than x, so x's dim=-2 is the "
+        "mask's dim=-1): translate the axis for this tensor, or give it the missing size-1 axis "
+        "first")),
     ("IndexError", r"Dimension out of range",
      N_("an axis index out of range: count axes from the end (-1, -2, ...), so that leading "
         "batch axes do not matter")),

@@ -166,7 +166,9 @@ check_online_softmax = Check(
                "negative": START_HINT},
     cases=[
         _softmax_case("(3, 5) in one block of 8: the plain softmax", randn(3, 5, seed=901), 8,
-                      "with one block, the result is softmax over the last axis: exp(x - m) / l",
+                      "with one block, the result is softmax over the last axis: exp(x - m) / l, "
+                      "with the m and l pass 1 ends with (m = m_new after every block: pass 2 "
+                      "reads it)",
                       ("ragged",)),
         WIDE,
         _softmax_case("lesson 01's wide rows in blocks of 1", _wide_rows(), 1, RESCALE_HINT,
@@ -398,6 +400,15 @@ def _forward_evidence(outcomes) -> str | None:
     return None
 
 
+# a size-1 axis (a padding mask (*, 1, k), a bias shared by a batch) sliced with a block's rows
+ZERO_SLICE = ("RuntimeError", r"size of tensor [ab] \(0\) must match",
+              N_("a slice of size 0: a size-1 axis (a padding mask (*, 1, k), a bias shared "
+                 "along an axis) sliced with a block's rows or columns is empty from the second "
+                 "block on: take every bias and mask tile with tile(t, rows, cols), which keeps "
+                 "the size-1 axes"))
+QUERY_BLOCK_HINT = N_("each query block is a softmax of its own: start m = -inf, l = 0 and the "
+                      "output accumulator at 0 inside the loop over query blocks, for every "
+                      "block, never carried over from the block before")
 FORWARD_GRADIENT_HINT = ("the forward is plain tensor operations, so autograd differentiates it: "
                          "the gradients through out are those of lesson 02's attention (update m, "
                          "l and the accumulator into new tensors, never with .detach() or in "
@@ -436,11 +447,13 @@ check_tiled_forward = Check(
                   "(*, q)"),
                  ("TypeError", r"returned None as the output", NONE_HINT),
                  ("AttributeError", r"'NoneType' object has no attribute", NONE_HINT),
-                 ("TypeError", r"NoneType", NONE_HINT)) + DEVICE_ERRORS,
+                 ("TypeError", r"NoneType", NONE_HINT), ZERO_SLICE) + DEVICE_ERRORS,
     tag_hints={"tiles": TILES_HINT, "ragged": EDGE_HINT, "bias": BIAS_TILE_HINT,
                "mask": MASK_TILE_HINT, "blind": BLIND_HINT, "negative": START_TILES_HINT},
     cases=[
         ONE_TILE,
+        Case("two query blocks, one key tile each: q (2, 8, 4) in blocks of 4, k, v (2, 4, 3)",
+             _forward_run(Inputs((2,), 8, 4, 4, 3, (4, 8), seed=912)), hint=QUERY_BLOCK_HINT),
         _forward_case("q (2, 8, 4), k, v (2, 12, 3), blocks 4 x 4: three key tiles, the max rises",
                       Inputs((2,), 8, 12, 4, 3, (4, 4), seed=913, scale=3.0), hint=TILES_HINT,
                       tags=("tiles",)),

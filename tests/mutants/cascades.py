@@ -109,7 +109,7 @@ CASCADES = [
     Cascade('09.tiled_forward', (SCORE,), (
         'BLOCKED 09.tiled_forward by 01.scaled_scores:',
         'your tiled_attention_forward calls your scaled_scores, which fails 01.scaled_scores: fix that first.',
-        'On its own, your tiled_attention_forward is right: with the reference scaled_scores in place of yours, all 24 cases pass.',
+        'On its own, your tiled_attention_forward is right: with the reference scaled_scores in place of yours, all 25 cases pass.',
     ), 'scaled_scores unscaled, in every tile'),
     Cascade('09.tiled_backward', (SCORE,), (
         'BLOCKED 09.tiled_backward by 01.scaled_scores:',
