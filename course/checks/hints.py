@@ -132,6 +132,11 @@ ARGUMENT_FIRST = N_("your {exercise} calls {callee} with other arguments than th
 
 # (exception type name, pattern on the message, hint); the groups fill {0}, {1}, ...
 ERROR_HINTS = [
+    ("RuntimeError", r"more than one element of the written-to tensor refers to a single memory "
+                     r"location",
+     N_("an in-place operation (*=, +=, x[...] = ...) on a tensor whose entries share memory (an "
+        "expand()ed view, such as one query broadcast over every position): compute into a new "
+        "tensor (o = o * g), not in place")),
     ("NameError", r"name '(\w+)' is not defined",
      N_("`{0}` is not defined there: a typo, a name used before it is assigned, or a module "
         "not imported")),

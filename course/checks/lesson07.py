@@ -638,6 +638,12 @@ check_cross_attention = Check(
     target="transformer:CrossAttention",
     lesson="07",
     diagnose=lambda outcomes: _cross_evidence(outcomes),
+    # the lengths disagree in the product of the weights with v: with L_q != L_k, keys taken from
+    # x (the self-attention habit) meet values of the memory's length
+    error_hints=(("RuntimeError", r"Expected size for first two dimensions of batch2 tensor",
+                  N_("queries and keys disagree on a length (L_q != L_k here): the queries come "
+                     "from the decoder states x (linear_q(x)), the keys and the values from the "
+                     "encoder's memory (linear_k(memory), linear_v(memory))")),),
     tag_hints={"mask": MASK_WRONG},
     uses=(check_split_heads, check_merge_heads, check_attention_forward),
     cases=[
