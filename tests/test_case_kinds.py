@@ -6,32 +6,14 @@ import pytest
 from course import ROOT
 from course.checks import all_checks, matrix
 
-# Lesson 09's checks were written before this test: the kinds they lack, until they carry them.
-# Temporary, and held to the truth both ways (an entry its check no longer needs fails too):
-# removed when lesson 09's own checks add these kinds.
-LESSON_09_ALLOWANCE_UNTIL_MERGE = {
-    "09.online_softmax": {"bfloat16", "size"},
-    "09.tiled_forward": {"bfloat16", "edge gradients", "gradients", "meta", "size"},
-    "09.tiled_backward": {"bfloat16", "large scores", "meta", "size"},
-}
-
 
 @pytest.mark.parametrize("check_id", list(all_checks()))
 def test_check_carries_every_kind_its_exercise_calls_for(check_id):
     check = all_checks()[check_id]
-    missing = matrix.missing(check) - LESSON_09_ALLOWANCE_UNTIL_MERGE.get(check_id, set())
+    missing = matrix.missing(check)
     assert not missing, (
         f"{check_id} does what calls for {sorted(missing)} (it {sorted(matrix.properties(check))})"
         f" and has no such case: see docs/CONTRIBUTING.md, 'Kinds of case'")
-
-
-@pytest.mark.parametrize("check_id", sorted(LESSON_09_ALLOWANCE_UNTIL_MERGE))
-def test_the_allowance_names_only_what_is_missing(check_id):
-    check = all_checks().get(check_id)
-    if check is None:
-        pytest.skip(f"{check_id} is not in this tree")
-    stale = LESSON_09_ALLOWANCE_UNTIL_MERGE[check_id] - matrix.missing(check)
-    assert not stale, f"{check_id} carries {sorted(stale)} now: take it out of the allowance"
 
 
 def test_every_trace_runs():

@@ -132,6 +132,11 @@ ARGUMENT_FIRST = N_("your {exercise} calls {callee} with other arguments than th
 
 # (exception type name, pattern on the message, hint); the groups fill {0}, {1}, ...
 ERROR_HINTS = [
+    ("RuntimeError", r"more than one element of the written-to tensor refers to a single memory "
+                     r"location",
+     N_("an in-place operation (*=, +=, x[...] = ...) on a tensor whose entries share memory (an "
+        "expand()ed view, such as one query broadcast over every position): compute into a new "
+        "tensor (o = o * g), not in place")),
     ("NameError", r"name '(\w+)' is not defined",
      N_("`{0}` is not defined there: a typo, a name used before it is assigned, or a module "
         "not imported")),
@@ -167,6 +172,14 @@ ERROR_HINTS = [
                      r"the desired ordering",
      N_("permute names every axis, so it fits one number of axes only: movedim or transpose "
         "with negative axes work for any number of leading batch axes")),
+    # a negative axis out of range: the code counts from the end already, on a tensor with fewer
+    # axes than the one the number was meant for
+    ("IndexError", r"Dimension out of range \(expected to be in range of \[-(\d+), \d+\], but got "
+                   r"(-\d+)\)",
+     N_("axis {1} does not exist in a tensor of {0} axes: this tensor has fewer axes than the one "
+        "the axis number was meant for (a mask has one axis fewer than x, so x's dim=-2 is the "
+        "mask's dim=-1): translate the axis for this tensor, or give it the missing size-1 axis "
+        "first")),
     ("IndexError", r"Dimension out of range",
      N_("an axis index out of range: count axes from the end (-1, -2, ...), so that leading "
         "batch axes do not matter")),
@@ -444,12 +457,10 @@ def _gradient(outcome) -> str | None:
     absent = [k for k in wrong if k in missing(got)]  # autograd gave None: cut, not NaN
     nan = [k for k in wrong if k not in absent and torch.isnan(got[k]).any()
            and not torch.isnan(expected[k]).any()]
-    partly = [k for k in nan if not torch.isnan(got[k]).all()]
-    if partly and not absent:  # NaN in some entries only: made by the forward pass
-        return _(NAN_GRADIENT).format(name=listed(k.removeprefix("grad ") for k in partly))
-    cut = absent or [k for k in nan if k not in partly]
-    names = listed(k.removeprefix("grad ") for k in (cut or wrong))
-    return _(CUT_GRADIENT_HINT if cut else WRONG_GRADIENT_HINT).format(name=names)
+    if nan and not absent:  # NaN the code computed (every gradient run keeps a None as missing)
+        return _(NAN_GRADIENT).format(name=listed(k.removeprefix("grad ") for k in nan))
+    names = listed(k.removeprefix("grad ") for k in (absent or wrong))
+    return _(CUT_GRADIENT_HINT if absent else WRONG_GRADIENT_HINT).format(name=names)
 
 
 def _tolerance(outcome) -> tuple[float, float]:

@@ -25,8 +25,8 @@ import torch
 
 from course.checks import lesson09_bugs as bugs
 from course.checks.core import Case, Check
-from course.checks.inputs import loss_weights, randn
-from course.checks.kinds import bfloat16_of, float32_of, meta_of
+from course.checks.inputs import gradient_outputs, loss_weights, randn
+from course.checks.kinds import bfloat16_of, float32_of, gradients_of, meta_of
 from course.checks.lesson01 import check_scaled_scores
 from course.i18n import N_, _
 from course.lessons.lesson09.costs import count_scores
@@ -166,7 +166,9 @@ check_online_softmax = Check(
                "negative": START_HINT},
     cases=[
         _softmax_case("(3, 5) in one block of 8: the plain softmax", randn(3, 5, seed=901), 8,
-                      "with one block, the result is softmax over the last axis: exp(x - m) / l",
+                      "with one block, the result is softmax over the last axis: exp(x - m) / l, "
+                      "with the m and l pass 1 ends with (m = m_new after every block: pass 2 "
+                      "reads it)",
                       ("ragged",)),
         WIDE,
         _softmax_case("lesson 01's wide rows in blocks of 1", _wide_rows(), 1, RESCALE_HINT,
@@ -398,6 +400,32 @@ def _forward_evidence(outcomes) -> str | None:
     return None
 
 
+# a size-1 axis (a padding mask (*, 1, k), a bias shared by a batch) sliced with a block's rows
+ZERO_SLICE = ("RuntimeError", r"size of tensor [ab] \(0\) must match",
+              N_("a slice of size 0: a size-1 axis (a padding mask (*, 1, k), a bias shared "
+                 "along an axis) sliced with a block's rows or columns is empty from the second "
+                 "block on: take every bias and mask tile with tile(t, rows, cols), which keeps "
+                 "the size-1 axes"))
+QUERY_BLOCK_HINT = N_("each query block is a softmax of its own: start m = -inf, l = 0 and the "
+                      "output accumulator at 0 inside the loop over query blocks, for every "
+                      "block, never carried over from the block before")
+FORWARD_GRADIENT_HINT = ("the forward is plain tensor operations, so autograd differentiates it: "
+                         "the gradients through out are those of lesson 02's attention (update m, "
+                         "l and the accumulator into new tensors, never with .detach() or in "
+                         "place)")
+
+
+def _forward_gradients(spec: Inputs):
+    """A case run: out and the gradients of a fixed loss through it, autograd through the
+    forward's own tiles."""
+    def run(f):
+        q, k, v, b, mask = spec.tensors()
+        return gradients_of(lambda f, q, k, v: f(q, k, v, b, mask, block_q=spec.blocks[0],
+                                                 block_k=spec.blocks[1])[0],
+                            {"q": q, "k": k, "v": v})(f)
+    return run
+
+
 ONE_TILE = _forward_case(
     "one tile: q (2, 5, 4), k, v (2, 7, 4), blocks 8 x 8: the scale and the final division",
     Inputs((2,), 5, 7, 4, 4, (8, 8), seed=911),
@@ -419,11 +447,13 @@ check_tiled_forward = Check(
                   "(*, q)"),
                  ("TypeError", r"returned None as the output", NONE_HINT),
                  ("AttributeError", r"'NoneType' object has no attribute", NONE_HINT),
-                 ("TypeError", r"NoneType", NONE_HINT)) + DEVICE_ERRORS,
+                 ("TypeError", r"NoneType", NONE_HINT), ZERO_SLICE) + DEVICE_ERRORS,
     tag_hints={"tiles": TILES_HINT, "ragged": EDGE_HINT, "bias": BIAS_TILE_HINT,
                "mask": MASK_TILE_HINT, "blind": BLIND_HINT, "negative": START_TILES_HINT},
     cases=[
         ONE_TILE,
+        Case("two query blocks, one key tile each: q (2, 8, 4) in blocks of 4, k, v (2, 4, 3)",
+             _forward_run(Inputs((2,), 8, 4, 4, 3, (4, 8), seed=912)), hint=QUERY_BLOCK_HINT),
         _forward_case("q (2, 8, 4), k, v (2, 12, 3), blocks 4 x 4: three key tiles, the max rises",
                       Inputs((2,), 8, 12, 4, 3, (4, 4), seed=913, scale=3.0), hint=TILES_HINT,
                       tags=("tiles",)),
@@ -471,13 +501,22 @@ check_tiled_forward = Check(
              _forward_run(Inputs((2,), 21, 27, 8, 8, (16, 8), seed=933, dtype=torch.float32)),
              hint="compute in the inputs' dtype: the result of float32 inputs is float32",
              tags=("tiles", "ragged", "float32", "dtype")),
-        _forward_case("larger than the lesson prints: q (1, 40, 4), k, v (1, 100, 4), blocks "
-                      "16 x 32", Inputs((1,), 40, 100, 4, 4, (16, 32), seed=935,
-                                        mask=_key_padding(1, 100, [85])),
+        _forward_case("larger than any other case: q (1, 8, 4), k, v (1, 600, 4), blocks "
+                      "16 x 64", Inputs((1,), 8, 600, 4, 4, (16, 64), seed=935,
+                                        mask=_key_padding(1, 600, [520])),
                       hint=TILES_HINT, tags=("tiles", "ragged", "mask", "size")),
         _forward_case("one query against 9 keys, batch (1,), blocks 1 x 4",
                       Inputs((1,), 1, 9, 4, 3, (1, 4), seed=937), hint=EDGE_HINT,
                       tags=("tiles", "ragged")),
+        Case("gradients of a fixed loss through out: q (2, 7, 4), k, v (2, 10, 4), blocks 3 x 4",
+             _forward_gradients(Inputs((2,), 7, 10, 4, 4, (3, 4), seed=939)),
+             hint=FORWARD_GRADIENT_HINT, tags=("tiles", "ragged")),
+        Case("gradients where a query sees no key: zeros there, not NaN",
+             _forward_gradients(Inputs((2,), 6, 9, 4, 4, (3, 3), seed=940,
+                                       mask=_blind_rows_mask(6, 9, 2))),
+             hint=FORWARD_GRADIENT_HINT + " (a query that sees no key: shift by 0 while m is "
+                                          "-inf, divide by 1 where l = 0)",
+             tags=("tiles", "mask", "blind")),
         float32_of(BIAS_CASE),
         dataclasses.replace(bfloat16_of(BIAS_CASE), hint=BF16_HINT,
                             accept=_verdict(_bf16_forward_verdict)),
@@ -706,6 +745,13 @@ check_tiled_backward = Check(
                                       shift=-1000.0),
                        hint="P = exp(scores - lse) with the forward's lse: with scores near -1000, "
                             "exp(scores) alone underflows to 0", tags=("tiles", "bias")),
+        _gradient_case("gradients, rows of scores near +1000 and rows near -1000 (a bias)",
+                       GradientInputs((2,), 6, 12, 4, 4, (4, 4), seed=954, bias=(6, 12),
+                                      shift=torch.tensor([1000.0, -1000.0] * 3,
+                                                         dtype=torch.float64)[:, None]),
+                       hint="P = exp(scores - lse) with the forward's lse: exp(scores) alone "
+                            "overflows to inf on the rows near +1000 and underflows to 0 on those "
+                            "near -1000", tags=("tiles", "bias")),
         _gradient_case("gradients, wide scores (q x 20) with a padding mask",
                        GradientInputs((2,), 8, 12, 4, 4, (4, 4), seed=953, scale=20.0,
                                       mask=_key_padding(2, 12, [12, 7])),
@@ -832,10 +878,8 @@ def _causal_gradients(batch, L, c, c_v, block, seed, dtype=torch.float64):
             out = f(*leaves, block)
             loss = (out * loss_weights(out.shape, seed=seed).to(out.dtype)).sum()
             grads = torch.autograd.grad(loss, leaves, allow_unused=True)
-        result = {"output": out.detach()}
-        for name, leaf, grad in zip(("grad q", "grad k", "grad v"), leaves, grads):
-            result[name] = torch.full_like(leaf, float("nan")) if grad is None else grad.detach()
-        return result
+        # a gradient that never arrived is kept as missing, not read as NaN the code computed
+        return gradient_outputs(out, ("grad q", "grad k", "grad v"), leaves, grads)
     return run
 
 
@@ -853,6 +897,17 @@ def _within_bound(outputs) -> str | None:
     if got <= bound:
         return None
     return _(TOO_MANY_SCORES).format(got=got, L=64, bound=bound)
+
+
+def _extreme_causal(f):
+    """Queries +-40 u alternately, keys about u (|u|² = 64, c = 4): every score of a query is near
+    +1280 or every one near -1280 (exp overflows, or underflows to 0, without the max)."""
+    u = torch.full((4,), 4.0, dtype=torch.float64)
+    sign = torch.tensor([1.0, -1.0] * 6, dtype=torch.float64)[:, None]
+    q = 40.0 * sign * u + randn(2, 12, 4, seed=993)
+    k = u * (1.0 + 0.5 * torch.linspace(-1, 1, 12, dtype=torch.float64))[:, None] + \
+        randn(2, 12, 4, seed=994, scale=0.1)
+    return f(q, k, randn(2, 12, 3, seed=996), 4)
 
 
 CAUSAL_RAGGED = _causal_case("L = 13 in blocks of 4: the last block is shorter", (2,), 13, 4, 3, 4,
@@ -876,6 +931,10 @@ check_causal_tiles = Check(
                      seed=987, hint=CAUSAL_HINT, tags=("ragged",)),
         _causal_case("L = 150 in blocks of 32: longer than the lesson prints", (1,), 150, 4, 4,
                      32, seed=989, hint=CAUSAL_HINT, tags=("ragged", "size")),
+        Case("rows of scores near +1300 and rows near -1300: L = 12 in blocks of 4",
+             _extreme_causal, hint=CAUSAL_HINT + " (each tile's scores through your "
+                                                 "tiled_attention, whose running max keeps exp "
+                                                 "finite)", tags=("ragged",)),
         Case("gradients through your tiled_attention: L = 13 in blocks of 4",
              _causal_gradients((2,), 13, 4, 3, 4, seed=991),
              hint="each block's output comes from your tiled_attention, whose backward gives the "

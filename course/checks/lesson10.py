@@ -12,11 +12,13 @@ since their point is the trap: a result that stays finite and follows the input'
 """
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 from course.checks.core import Case, Check
 from course.checks.inputs import randn
-from course.checks.kinds import float32_of, gradients_of, meta_of
+from course.checks.kinds import bfloat16_of, float32_of, gradients_of, meta_of
 from course.i18n import N_, _
 from course.memory import profile_bytes
 
@@ -148,6 +150,8 @@ def _scaled_by(outcomes, name: str, factor: float, key: str = "output") -> bool:
 
 
 NEGATIVE_VALUES = "negative values: phi must not touch v"
+# longer than the half-precision cases (L = 1,024) too: a length past any other case
+LONGER = "L = 1,100, longer than any other case"
 INDEPENDENT = "the sequences of a batch, and two calls, do not share a state"
 
 
@@ -231,8 +235,7 @@ check_linear_attention = Check(
         Case("one token (1, 1, 4): out = v", lambda f: f(*_qkv((1,), 1, 4, 2, seed=1027)),
              hint="a single token sees only itself: out = v; keep every axis", tags=("causal",),
              **EXACT),
-        Case("L = 300, longer than any the lesson prints", lambda f: f(*_qkv((1,), 300, 8, 4,
-                                                                             seed=1029)),
+        Case(LONGER, lambda f: f(*_qkv((1,), 1100, 8, 4, seed=1029)),
              hint="out = W v / rowsum(W) for every L", tags=("size", "causal"), **EXACT),
         Case("gradients of a fixed loss w.r.t. q, k, v: causal, L = 7 (row 0 sees one key)",
              gradients_of(lambda f, q, k, v: f(q, k, v), dict(zip("qkv", _qkv((2,), 7, 3, 2,
@@ -309,8 +312,7 @@ check_linear_recurrent = Check(
         Case("rows of large positive and negative entries (q, k x 30)",
              lambda f: _outputs(f(*_qkv((2,), 10, 4, 3, seed=1059, scale=30.0))),
              hint="phi(x) = elu(x) + 1: no exp of a score, nothing to subtract", **EXACT),
-        Case("L = 300, longer than any the lesson prints",
-             lambda f: _outputs(f(*_qkv((1,), 300, 8, 4, seed=1061))),
+        Case(LONGER, lambda f: _outputs(f(*_qkv((1,), 1100, 8, 4, seed=1061))),
              hint="the same loop for every L",
              tags=("size",), **EXACT),
         Case("gradients of a fixed loss w.r.t. q, k, v (row 0 sees one key)",
@@ -403,8 +405,8 @@ check_linear_chunked = Check(
         Case("rows of large positive and negative entries (q, k x 30), chunks of 3",
              _chunked((2,), 10, 4, 3, 3, seed=1085, scale=30.0), hint=INCLUSIVE_HINT,
              tags=("chunks", "ragged"), **EXACT),
-        Case("L = 300 in chunks of 64, longer than any the lesson prints",
-             _chunked((1,), 300, 8, 4, 64, seed=1087), hint=INCLUSIVE_HINT,
+        Case("L = 1,100 in chunks of 64 (the last holds 12): longer than any other case",
+             _chunked((1,), 1100, 8, 4, 64, seed=1087), hint=RAGGED_HINT,
              tags=("size", "chunks", "ragged"), **EXACT),
         Case("gradients of a fixed loss w.r.t. q, k, v, L = 9 in chunks of 4",
              gradients_of(lambda f, q, k, v: f(q, k, v, chunk=4),
@@ -519,6 +521,7 @@ check_decayed_recurrent = Check(
              hint="compute with differentiable operations; the decay's gradient flows through "
                   "exp(log_a)", tags=("order",), **EXACT),
         float32_of(DECAY_BATCHED),
+        dataclasses.replace(bfloat16_of(DECAY_BATCHED), accept=_cast_back),
         meta_of(DECAY_BATCHED),
     ],
 )
@@ -626,6 +629,7 @@ check_decayed_attention = Check(
              hint="compute with differentiable operations; the decay's gradient flows through "
                   "cumsum(log_a)", **EXACT),
         float32_of(DECAY_Q_BATCHED),
+        dataclasses.replace(bfloat16_of(DECAY_Q_BATCHED), accept=_cast_back),
         meta_of(DECAY_Q_BATCHED),
     ],
 )
@@ -687,6 +691,7 @@ check_landmarks = Check(
              hint="padded tokens get a zero gradient: they are in no segment",
              tags=("padding",), **EXACT),
         float32_of(LANDMARKS_BATCHED),
+        dataclasses.replace(bfloat16_of(LANDMARKS_BATCHED), accept=_cast_back),
         meta_of(LANDMARKS_BATCHED),
     ],
 )
@@ -701,6 +706,18 @@ def _one_landmark(f):
 def _nystrom_padding(f):
     q, k, v = _qkv((2,), 16, 4, 3, seed=1173)
     return f(q, k, v, 4, _padded([16, 11], 16))
+
+
+def _extreme_scores(f):
+    """Queries +-40 u, keys about u (|u|² = 64, c = 4): the rows of q~ k~ᵀ / 2 are near +1,280 for
+    half the queries (exp overflows without the max subtracted) and near -1,280 for the others
+    (every exp underflows to 0)."""
+    u = torch.full((4,), 4.0, dtype=torch.float64)
+    sign = torch.tensor([1.0] * 4 + [-1.0] * 4, dtype=torch.float64)[:, None]
+    q = 40.0 * sign * u + randn(2, 8, 4, seed=1189)
+    k = u * (1.0 + 0.5 * torch.linspace(-1, 1, 8, dtype=torch.float64))[:, None] + \
+        randn(2, 8, 4, seed=1190, scale=0.1)
+    return f(q, k, randn(2, 8, 3, seed=1191), 2)
 
 
 NYSTROM_BATCHED = Case("batch (2, 3), L = 12, m = 4", lambda f: f(*_qkv((2, 3), 12, 4, 5,
@@ -737,7 +754,17 @@ check_nystrom = Check(
                           dict(zip("qkv", _qkv((2,), 16, 4, 3, seed=1185)))),
              hint="padded keys get a zero gradient: they are masked in B and in no landmark",
              tags=("mask",), **EXACT),
+        Case("rows of scores near +1,300 and near -1,300 (every key on one side of a query)",
+             _extreme_scores, hint=NYSTROM_HINT + " (a stable softmax: subtract each row's max)",
+             **EXACT),
+        Case("gradients where keys 12-15 are padding in every sequence: zeros there, not NaN",
+             gradients_of(lambda f, q, k, v: f(q, k, v, 4, _padded([12, 9], 16)),
+                          dict(zip("qkv", _qkv((2,), 16, 4, 3, seed=1187)))),
+             hint="a key that is padding in every sequence gets a zero gradient, never NaN: "
+                  "-inf before B's softmax, and no landmark reads it",
+             tags=("mask",), **EXACT),
         float32_of(NYSTROM_BATCHED),
+        dataclasses.replace(bfloat16_of(NYSTROM_BATCHED), accept=_cast_back),
         meta_of(NYSTROM_BATCHED),
     ],
 )

@@ -246,9 +246,43 @@ def properties(check) -> set[str]:
     if "floating input" in found and "backward" not in found and _has_backward(check, plain):
         found.add("backward")
     names = _signature(check)
-    if any(a in names and b in names for a, b in QUERY_KEY_NAMES):
+    if any(a in names and b in names for a, b in QUERY_KEY_NAMES) and \
+            _other_lengths(check, plain):
         found.add("queries and keys")
     return found
+
+
+def _other_lengths(check, plain) -> bool:
+    """Whether the exercise's queries are independent of the keys' positions, so that a query
+    may come without its own key: some traced call has q ≠ k already, or the reference, given a
+    copy of query 0 as an extra last query, gives that query query 0's output. A recurrence (one
+    query and one key per token) raises there, and causal self-attention gives the extra query
+    every key: they call for no q ≠ k case."""
+    names = [n for n in _signature(check) if n != "self"]
+    impl = check.resolve("solutions")
+    for _case, trace in plain:
+        if trace.module:
+            return True  # a module's queries and keys come from its own inputs (x, memory)
+        if any(_queries_differ(check, Trace(calls=[call])) for call in trace.calls):
+            return True
+    for _case, trace in plain:
+        for args, kwargs in trace.calls:
+            bound = dict(zip(names, args))
+            bound.update(kwargs)
+            q, k = bound.get("q"), bound.get("k")
+            if not isinstance(q, torch.Tensor) or q.ndim < 2 or q.device.type == "meta" or \
+                    min(q.shape[-2], getattr(k, "shape", (2, 2))[-2]) < 2:
+                continue  # one key: every query sees the same, causal or not
+            bound["q"] = torch.cat([q, q[..., :1, :]], dim=-2)
+            try:
+                with torch.no_grad():
+                    out = _tensors([impl(**bound)])
+            except Exception:  # noqa: BLE001 - the reference does not take other lengths here
+                continue
+            if out and out[0].ndim >= 2 and out[0].shape[-2] == q.shape[-2] + 1 and \
+                    torch.allclose(out[0][..., -1, :], out[0][..., 0, :], equal_nan=True):
+                return True
+    return False
 
 
 def _has_backward(check, plain) -> bool:
@@ -318,7 +352,8 @@ def carried(check) -> set[str]:
         if trace.grad_calls:
             found.add("gradients")
             if any(t.dtype == torch.bool and _all_false_line(t) for t in tensors) or any(
-                    t.is_floating_point() and bool(torch.isneginf(t).any()) for t in tensors):
+                    t.is_floating_point() and t.device.type != "meta"
+                    and bool(torch.isneginf(t).any()) for t in tensors):
                 found.add("edge gradients")
         if trace.rows and max(trace.rows) >= OVERFLOW and min(trace.rows) <= UNDERFLOW:
             found.add("large scores")

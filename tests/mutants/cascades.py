@@ -109,24 +109,24 @@ CASCADES = [
     Cascade('09.tiled_forward', (SCORE,), (
         'BLOCKED 09.tiled_forward by 01.scaled_scores:',
         'your tiled_attention_forward calls your scaled_scores, which fails 01.scaled_scores: fix that first.',
-        'On its own, your tiled_attention_forward is right: with the reference scaled_scores in place of yours, all 22 cases pass.',
+        'On its own, your tiled_attention_forward is right: with the reference scaled_scores in place of yours, all 25 cases pass.',
     ), 'scaled_scores unscaled, in every tile'),
     Cascade('09.tiled_backward', (SCORE,), (
         'BLOCKED 09.tiled_backward by 01.scaled_scores:',
         'your tiled_attention calls your tiled_attention_forward, and through it your scaled_scores, which fails 01.scaled_scores: fix that first.',
-        'On its own, your tiled_attention is right: with the reference scaled_scores, tiled_attention_forward in place of yours, all 16 cases pass.',
+        'On its own, your tiled_attention is right: with the reference scaled_scores, tiled_attention_forward in place of yours, all 17 cases pass.',
     ), 'scaled_scores unscaled, forward and backward'),
     Cascade('09.tiled_backward', (('tiled.py', 'acc_out = acc_out * rescale + p_v', 'acc_out = acc_out + p_v'),), (
         'BLOCKED 09.tiled_backward by 09.tiled_forward:',
         'your tiled_attention calls your tiled_attention_forward, which fails 09.tiled_forward: fix that first.',
-        'On its own, your tiled_attention is right: with the reference tiled_attention_forward in place of yours, all 16 cases pass.',
+        'On its own, your tiled_attention is right: with the reference tiled_attention_forward in place of yours, all 17 cases pass.',
     ), 'the forward forgets to rescale its output accumulator'),
     # lesson 10: Nyström attention calls the landmark means
     Cascade('10.nystrom', (('linear.py', "    member = (segment[..., None, :] == ids[:, None]) & mask[..., None, :]  # (*, m, L)",
                             "    member = segment[..., None, :] == ids[:, None]  # (*, m, L)"),), (
         'BLOCKED 10.nystrom by 10.landmarks:',
         'your nystrom_attention calls your landmark_means, which fails 10.landmarks: fix that first.',
-        'On its own, your nystrom_attention is right: with the reference landmark_means in place of yours, all 10 cases pass.',
+        'On its own, your nystrom_attention is right: with the reference landmark_means in place of yours, all 13 cases pass.',
     ), 'landmarks averaged over padding'),
     Cascade('09.causal_tiles', (('tiled.py', 'acc_out = acc_out * rescale + p_v', 'acc_out = acc_out + p_v'),), (
         'BLOCKED 09.causal_tiles by 09.tiled_forward:',

@@ -203,6 +203,17 @@ VISIBLE_ONLY = [
            "        keys = slice(0, q.shape[-2])\n",
            "the tiles above the diagonal must never be computed",
            "every key for every query block: the tiles above the diagonal computed and masked"),
+    # the forward's own gradients (autograd through its tiles) have no hidden counterpart: the
+    # hidden forward cases compare outputs only
+    Mutant("09.tiled_forward", "tiled.py", "    out = lse = None\n",
+           "    out = lse = None\n    q = q.detach()  # the forward needs no gradient\n",
+           "no gradient reaches q", "the query tile detached: no gradient reaches q",
+           kind="missing gradient"),
+    Mutant("09.tiled_forward", "tiled.py",
+           "        block_out = (acc_out / l.masked_fill(l == 0, 1.0)).to(q.dtype)\n",
+           "        block_out = torch.where(l == 0, 0.0, acc_out / l).to(q.dtype)\n",
+           "gradient", "a blind query's 0 / 0 hidden by torch.where: NaN in the gradient",
+           kind="gradients"),
 ]
 
 MUTANTS += [
@@ -234,6 +245,14 @@ MUTANTS += [
 
 # the whole lines each message holds (its problem line and its hint line), by mutant id
 EXACT = {
+    '09.tiled_forward: the query tile detached: no gradient reaches q': (
+        "grad q: no gradient arrived (autograd gave None: nothing in your code connects it to the output), where the reference's has numbers",
+        'hint: the output is right but no gradient reaches q: something on its path to the output is cut (.detach(), torch.no_grad(), .data, .item() or a new torch.tensor(...)), so it would never learn',
+    ),
+    "09.tiled_forward: a blind query's 0 / 0 hidden by torch.where: NaN in the gradient": (
+        'grad v shape (2, 9, 4) as expected, but it holds 72 NaN where the reference has numbers',
+        "hint: the output is right but the gradient with respect to v holds NaN where the reference's is a number: a step of the forward pass makes NaN or inf (0/0, exp of inf, the softmax of an all -inf row) and a later where, masked_fill or nan_to_num hides it in the output, but backward still sends NaN through it (NaN * 0 = NaN): make every step finite where it is computed (clamp a count to at least 1 before dividing, give a fully masked row finite scores before the softmax)",
+    ),
     '09.tiled_backward: P as exp(scores) / exp(lse): 0 / 0 where every score is far below zero': (
         'dq shape (2, 5, 4) as expected, but it holds 40 NaN where the reference has numbers',
         "hint: P = exp(scores - lse) with the forward's lse: with scores near -1000, exp(scores) alone underflows to 0",

@@ -210,6 +210,42 @@ VISIBLE_ONLY = [
     Mutant("10.linear_chunked", "linear.py", CH_LOOP,
            "    for rows in key_blocks(q.shape[-2], q.shape[-2]):\n",
            "times one", "the chunk size ignored: one chunk of the whole sequence"),
+] + [
+    # Kinds of case the hidden specs do not carry (bfloat16 here, lengths past 1,024, rows of
+    # scores past exp's range): the visible cases catch these.
+    Mutant("10.linear_attention", "linear.py", "        weights = weights.tril()\n",
+           "        weights = weights * torch.ones(1024, 1024, dtype=weights.dtype, "
+           "device=weights.device).tril()[:weights.shape[-2], :weights.shape[-1]]\n",
+           "out = W v / rowsum(W) for every L",
+           "a causal mask cut from a buffer for 1,024 positions (GPT-2's)", kind="sizes"),
+    Mutant("10.linear_recurrent", "linear.py", REC_BLOCK,
+           REC_BLOCK.replace("    out = q.new_empty(*batch, q.shape[-2], e, dtype=work)\n",
+                             "    out = q.new_empty(*batch, 1024, e, dtype=work)[..., :q.shape[-2], :]\n"),
+           "the same loop for every L",
+           "the output kept in a buffer for 1,024 positions", kind="sizes"),
+    Mutant("10.linear_chunked", "linear.py", CH_LOOP,
+           "    for rows in key_blocks(min(q.shape[-2], 1024), chunk):  # a context of 1,024\n",
+           "cover every token", "the chunks of a context of 1,024 tokens only", kind="sizes"),
+    Mutant("10.decayed_recurrent", "linear.py", "    return out.to(dtype), h\n",
+           "    return out, h\n", "your result is float32 for bfloat16 inputs",
+           "the output left in float32 for bfloat16 inputs", kind="bfloat16"),
+    Mutant("10.decayed_attention", "linear.py",
+           "    return ((decay * (q @ k.transpose(-2, -1))) @ v).to(dtype)\n",
+           "    return (decay * (q @ k.transpose(-2, -1))) @ v\n",
+           "your result is float32 for bfloat16 inputs",
+           "the output left in float32 for bfloat16 inputs", kind="bfloat16"),
+    Mutant("10.landmarks", "linear.py", "    weights = member.to(x.dtype)\n",
+           "    weights = member.to(torch.promote_types(x.dtype, torch.float32))\n",
+           "bfloat16", "the segment weights made float32 at least", kind="bfloat16"),
+    Mutant("10.nystrom", "linear.py", "    return (f @ (inverse(a) @ (b @ v))).to(dtype)\n",
+           "    return f @ (inverse(a) @ (b @ v))\n", "your result is float32 for bfloat16 inputs",
+           "the output left in float32 for bfloat16 inputs", kind="bfloat16"),
+    Mutant("10.nystrom", "linear.py",
+           "    f = torch.softmax(q @ k_l.transpose(-2, -1) * scale, dim=-1)  # (*, L, m)\n",
+           "    f = torch.exp(q @ k_l.transpose(-2, -1) * scale)\n"
+           "    f = f / f.sum(dim=-1, keepdim=True)  # (*, L, m)\n",
+           "subtract each row's max", "F's softmax written without the max subtracted",
+           kind="large scores"),
 ]
 
 # the hint line each message must hold, whole (as the learner reads it)
@@ -237,7 +273,17 @@ NYSTROM_LINE = 'hint: out = F · inverse(A) · (B v) with F = softmax(q k~ᵀ / 
 ONE_LANDMARK_LINE = 'hint: with m = 1, F is a column of ones and A = [[1]]: out = B v for every query, B = softmax(mean(q) kᵀ / sqrt(c))'
 MEMORY_LINE = 'hint: compute the quadratic form one chunk at a time, never for all tokens at once'
 
+CAST_LINE = "hint: your result is float32 for bfloat16 inputs: compute in accumulation_dtype(q) (float32 here), then return the output cast back to the input's dtype (out.to(q.dtype))"
+
 EXACT = {
+    "10.linear_attention: a causal mask cut from a buffer for 1,024 positions (GPT-2's)": 'hint: out = W v / rowsum(W) for every L',
+    '10.linear_recurrent: the output kept in a buffer for 1,024 positions': 'hint: the same loop for every L',
+    '10.linear_chunked: the chunks of a context of 1,024 tokens only': 'hint: the last chunk may be shorter than `chunk` (L is not a multiple of it): cover every token (key_blocks(L, chunk) does)',
+    '10.decayed_recurrent: the output left in float32 for bfloat16 inputs': CAST_LINE,
+    '10.decayed_attention: the output left in float32 for bfloat16 inputs': CAST_LINE,
+    '10.landmarks: the segment weights made float32 at least': "hint: your code works in float64 but not in the lower precision of this case (its name says which): the output's dtype must follow the input's, so nothing in it may fix a dtype (dtype=torch.float64, .double(), .float(), or torch.zeros/ones/tensor/arange without dtype=, which gives float32): create tensors with dtype=x.dtype (zeros_like, x.new_zeros, x.new_tensor) and compute every part in the input's dtype",
+    '10.nystrom: the output left in float32 for bfloat16 inputs': CAST_LINE,
+    "10.nystrom: F's softmax written without the max subtracted": NYSTROM_LINE + " (a stable softmax: subtract each row's max)",
     '10.linear_attention: phi applied to the values': VALUES_LINE,
     '10.linear_attention: the normaliser summed over the queries (the wrong axis)': NORMALISER_LINE,
     '10.linear_attention: float16 inputs computed in float16: the normaliser overflows': OVERFLOW_LINE,
