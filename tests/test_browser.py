@@ -24,7 +24,7 @@ from tests import browser
 pytestmark = pytest.mark.slow
 
 DEMO_NAME = "98_browser_test_demo.ipynb"
-CYCLES = 4  # open-and-leave cycles of the playground page: each way of leaving twice
+CYCLES = 10  # open-and-leave cycles of the playground page, each way of leaving five times
 DEMO_SOURCE = '''\
 import ipywidgets as widgets
 import numpy as np
@@ -190,9 +190,9 @@ def test_the_playground_page_every_control_redraws(served, release, tmp_path):
 
 
 def test_the_playground_frees_the_kernel_of_every_page_it_served(served, release):
-    """Four times: the playground page opened, drawn, then left, twice by closing the tab (whose
-    shutdown request may never leave) and twice by navigating away (a reload: the page's own
-    shutdown request). Each kernel holds torch (about 0.5 GB): at most one may be left, counted among
+    """Ten times: the playground page opened, drawn, then left, by closing the tab (whose
+    shutdown request may never leave) or by navigating away (a reload: the page's own shutdown
+    request). Each kernel holds torch (about 0.5 GB): at most one may be left, counted among
     the server's processes once a closed page's grace period has passed."""
     from course.playground_server import DISCONNECT_GRACE
     from course.widgets.playground import entries

@@ -168,13 +168,11 @@ def stdout_of(cell) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("notebook", NAMES + ZH_NBVAL, ids=lambda name: name.removesuffix(".ipynb"))
+@pytest.mark.parametrize("notebook", NAMES + ZH_NAMES, ids=lambda name: name.removesuffix(".ipynb"))
 def test_check_cells_pass_alone_right_after_the_set_up_cell(solutions_copy, notebook):
     """In a fresh kernel (one per notebook), the lesson's set-up cell and then its check cells,
     exactly as committed, nothing else: each prints what the committed notebook shows (the
-    exercises are the solutions). The Chinese lessons that run under real nbval too (ZH_NBVAL):
-    the others run the same code cells (tests/test_zh_notebooks.py), and their outputs are
-    checked from the English run (the module's docstring)."""
+    exercises are the solutions). Both languages: a Chinese learner runs these cells too."""
     path = solutions_copy / "notebooks" / notebook
     committed = nbformat.read(path, as_version=4)
     code = [c for c in committed.cells if c.cell_type == "code"]
