@@ -151,6 +151,9 @@ def main(argv=None) -> int:
         print(f"make grade: {err}", file=sys.stderr)
         return 2
     except (Stopped, KeyboardInterrupt) as stopped:
-        print(f"make grade: {stopped or 'stopped'}", file=sys.stderr)
+        # a Ctrl-C outside the students' loop (setting up, writing the results) has no words
+        # of its own: every record is written whole, so the same command resumes there too
+        print(f"make grade: {str(stopped) or 'stopped; the same command resumes where it stopped'}",
+              file=sys.stderr)
         return 130
     return 0
