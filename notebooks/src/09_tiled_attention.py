@@ -911,7 +911,7 @@ else:
 print("\n".join(flex.table(flex_record)))
 
 # %% [markdown]
-# The values agree to float32's rounding in every setting (the first column). The tiles that
+# The values agree to float32's rounding in every setting (the column max |flex - tiles|). The tiles that
 # FlexAttention's BlockMask skips are the ones your causal exercise and the window skip; the
 # time and the peak are a fused kernel's against a Python loop of PyTorch operations.
 #

@@ -200,8 +200,8 @@
 #
 # 在 CPU 上、torch 2.13 中，不经 `torch.compile` 的 FlexAttention 运行的是一个未融合的参考实现，会构造整个分数矩阵，而且第一次调用就要导入并运行 TorchDynamo（数秒）；编译后的 CPU 内核构建起来比整节课还要久（下面最后一行给出了实际用时）；而且它在 CPU 上没有反向传播。所以下面的对比是随课程记录的（`scripts/record_flex09.py`，课程的逐块实现对编译后的 FlexAttention，3 次计时取最快，峰值取自 profiler）；设置 `FLEX_LIVE = True`，就能在这里用你的逐块实现重做（要编译：需要几分钟）。
 
-# %% [markdown] en="f487404f61a2"
-# 在每种设置下，数值都只相差 float32 的舍入误差（第一列）。FlexAttention 的 BlockMask 跳过的块，正是你的因果练习和滑动窗口跳过的那些；时间和峰值的差别，是融合内核与 Python 循环调用 PyTorch 操作之间的差别。
+# %% [markdown] en="08a2e1cea10b"
+# 在每种设置下，数值都只相差 float32 的舍入误差（max |flex - tiles| 这一列）。FlexAttention 的 BlockMask 跳过的块，正是你的因果练习和滑动窗口跳过的那些；时间和峰值的差别，是融合内核与 Python 循环调用 PyTorch 操作之间的差别。
 #
 # **SDPA 的后端。** `torch.nn.functional.scaled_dot_product_attention` 会在几个内核中挑选；`torch.nn.attention.sdpa_kernel([...])` 指定它可以用哪些，若其中没有一个接受这组输入就报错。在本机上，各后端分别接受哪些 dtype：
 
