@@ -216,6 +216,21 @@ def widget_slice(path: Path) -> nbformat.NotebookNode:
     return sliced
 
 
+def widget_slices(paths: list[Path]) -> nbformat.NotebookNode:
+    """Every lesson's widget slice (widget_slice) in one notebook, lesson after lesson: the first
+    lesson's Colab cell once, then each lesson's set-up cell, its widget cells and what they read.
+    One kernel and one page for all of them: each slice stands alone, so what one lesson's cells
+    leave behind never helps another's."""
+    combined = None
+    for path in paths:
+        cells = widget_slice(path).cells
+        if combined is None:
+            combined = widget_slice(path)
+        else:
+            combined.cells += cells[1:]
+    return combined
+
+
 def widget_notebooks(folder: Path = ROOT / "notebooks", prefixes=()) -> list[Path]:
     """The lesson notebooks (NN_*.ipynb) that show widgets, optionally only some lessons."""
     found = sorted(Path(folder).glob("[0-9][0-9]_*.ipynb"))

@@ -17,13 +17,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from course import ROOT
 from course.workspace import solutions_workspace
 from tests import browser
 
 pytestmark = pytest.mark.slow
 
 DEMO_NAME = "98_browser_test_demo.ipynb"
+LESSON_WIDGETS = "lessons.widgets.ipynb"  # every lesson's widget cells (browser.widget_slices)
 CYCLES = 10  # open-and-leave cycles of the playground page, each way of leaving five times
 DEMO_SOURCE = '''\
 import ipywidgets as widgets
@@ -111,8 +111,8 @@ def served(tmp_path_factory):
     break_one_callback(broken)
     for workspace in (good, broken):
         nbformat.write(demo_notebook(), workspace / "notebooks" / DEMO_NAME)
-    for path in browser.widget_notebooks():
-        nbformat.write(browser.widget_slice(path), good / "notebooks" / f"{path.stem}.widgets.ipynb")
+    nbformat.write(browser.widget_slices(browser.widget_notebooks()),
+                   good / "notebooks" / LESSON_WIDGETS)
     try:
         opened = browser.chromium()
         chromium = opened.__enter__()
@@ -145,18 +145,16 @@ def test_demo_widgets_redraw_when_every_control_moves(served):
     print(f"demo notebook in {time.perf_counter() - start:.1f} s")
 
 
-@pytest.mark.parametrize("name", [p.name for p in browser.widget_notebooks()],
-                         ids=lambda name: name.split("_")[0])
-def test_lesson_widgets_redraw_when_their_controls_move(served, name, tmp_path):
-    """A lesson notebook that shows widgets: its widget cells, with the set-up and the cells they
-    read from (browser.widget_slice; every other cell runs under nbval), run in JupyterLab; every
-    control moved, its output changes."""
-    sliced = f"{Path(name).stem}.widgets.ipynb"  # written by the served fixture
-    result = exercise(served, f"good/notebooks/{sliced}", screenshots=tmp_path)
-    stored = browser.stored_widgets(browser.widget_slice(ROOT / "notebooks" / name))
+def test_lesson_widgets_redraw_when_their_controls_move(served, tmp_path):
+    """Every lesson notebook that shows widgets: its widget cells, with its set-up cell and the
+    cells they read from (browser.widget_slice; every other cell runs under nbval), all lessons
+    in one JupyterLab page and kernel; every control moved, its output changes."""
+    result = exercise(served, f"good/notebooks/{LESSON_WIDGETS}", screenshots=tmp_path)
+    stored = browser.stored_widgets(browser.widget_slices(browser.widget_notebooks()))
     assert len(result.widgets) >= max(stored, 1), (
-        f"{name}: {stored} widget outputs committed, {len(result.widgets)} rendered in the browser")
+        f"{stored} widget outputs committed, {len(result.widgets)} rendered in the browser")
     interactive = [w for w in result.widgets if w.controls]  # not a progress bar
+    assert len(interactive) >= len(browser.widget_notebooks())  # one explorer per lesson at least
     for widget in interactive:
         assert Path(widget.screenshot).stat().st_size > 2000, "empty screenshot"
     failures = result.failures()
