@@ -168,23 +168,31 @@ def stdout_of(cell) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("notebook", NAMES + ZH_NAMES, ids=lambda name: name.removesuffix(".ipynb"))
-def test_check_cells_pass_alone_right_after_the_set_up_cell(solutions_copy, notebook):
-    """In a fresh kernel (one per notebook), the lesson's set-up cell and then its check cells,
-    exactly as committed, nothing else: each prints what the committed notebook shows (the
-    exercises are the solutions). Both languages: a Chinese learner runs these cells too."""
-    path = solutions_copy / "notebooks" / notebook
-    committed = nbformat.read(path, as_version=4)
-    code = [c for c in committed.cells if c.cell_type == "code"]
-    assert code[1].source.startswith("import course_setup"), f"{notebook}: no set-up cell"
-    checks = cells_tagged(committed, "check")
-    run = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c.source)
-                                          for c in [code[1], *checks]])
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_check_cells_pass_alone_right_after_the_set_up_cell(solutions_copy, language):
+    """Each lesson's set-up cell and then its check cells, exactly as committed, nothing else,
+    in a namespace reset before each lesson (one kernel per language: a check cell that uses a
+    name it does not import or set up fails, as in a fresh kernel): each prints what the
+    committed notebook shows (the exercises are the solutions). Both languages: a Chinese
+    learner runs these cells too."""
+    names = NAMES if language == "en" else ZH_NAMES
+    cells, runs = [], []
+    for notebook in names:
+        committed = nbformat.read(solutions_copy / "notebooks" / notebook, as_version=4)
+        code = [c for c in committed.cells if c.cell_type == "code"]
+        assert code[1].source.startswith("import course_setup"), f"{notebook}: no set-up cell"
+        cells += [nbformat.v4.new_code_cell("%reset -f"), nbformat.v4.new_code_cell(code[1].source)]
+        for check in cells_tagged(committed, "check"):
+            runs.append((notebook, check, len(cells)))
+            cells.append(nbformat.v4.new_code_cell(check.source))
+    run = nbformat.v4.new_notebook(cells=cells)
     run.metadata = {"kernelspec": {"name": "python3", "language": "python",
                                    "display_name": "Python 3"}}
-    NotebookClient(run, timeout=300, kernel_name="python3", allow_errors=True,
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
-    for check, ran in zip(checks, run.cells[1:]):
+    folder = solutions_copy / "notebooks" / ("zh" if language == "zh" else "")
+    NotebookClient(run, timeout=600, kernel_name="python3", allow_errors=True,
+                   resources={"metadata": {"path": str(folder)}}).execute()
+    for notebook, check, index in runs:
+        ran = run.cells[index]
         errors = [o for o in ran.outputs if o.output_type == "error"]
         assert not errors, f"{notebook}: {errors[0].ename}: {errors[0].evalue}\n{check.source}"
         assert stdout_of(ran) == stdout_of(check), (notebook, check.source)
