@@ -20,8 +20,10 @@ export PYTHONPATH := $(CURDIR)
 LAB_ARGS ?=
 # Jupyter refuses to run as root (containers, CI) unless told
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
-# one pytest-xdist worker per core, at most 4 (PYTEST_ARGS=-n0 runs everything in one process)
-PYTEST_ARGS ?= -n auto --maxprocesses=4
+# pytest-xdist workers: one per core and one more, at most 4 (many tests wait on kernels, browsers
+# and sandboxes; the extra worker computes meanwhile). PYTEST_ARGS=-n0 runs everything in one process
+TEST_WORKERS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); echo $$(( n + 1 < 4 ? n + 1 : 4 )))
+PYTEST_ARGS ?= -n $(TEST_WORKERS)
 # The Chinese edition: `make lab LANG=zh` or COURSE_LANG=zh_CN (LANG counts only when given on the
 # command line: the LANG of the shell is a locale, and a Chinese locale is no request for it)
 COURSE_LANG ?=

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-MAKE_TEST_ARGS = ["-n", "auto", "--maxprocesses=4"]  # the Makefile's PYTEST_ARGS
+MAKE_TEST_ARGS = ["-n", str(min(len(os.sched_getaffinity(0)) + 1, 4))]  # the Makefile's PYTEST_ARGS
 
 
 @dataclass

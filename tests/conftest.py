@@ -1,4 +1,4 @@
-"""Run in parallel (`make test` runs pytest-xdist workers, one per core): each worker and what it
+"""Run in parallel (`make test` runs pytest-xdist workers, one per core and one more): each worker and what it
 starts (notebook kernels, the grader's sandboxes) uses one thread, so two workers on two cores do
 not fight over them (torch's own default, a thread per core in every process, made a training
 test 10 times slower).
