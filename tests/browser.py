@@ -223,11 +223,11 @@ def widget_slices(paths: list[Path]) -> nbformat.NotebookNode:
     leave behind never helps another's."""
     combined = None
     for path in paths:
-        cells = widget_slice(path).cells
+        sliced = widget_slice(path)
         if combined is None:
-            combined = widget_slice(path)
+            combined = sliced
         else:
-            combined.cells += cells[1:]
+            combined.cells += sliced.cells[1:]
     return combined
 
 
